@@ -1,0 +1,177 @@
+// -----------------------------------------------------------------------------
+// File: ttft/core.h
+// -----------------------------------------------------------------------------
+//
+// The vocabulary every ttft module speaks:
+//
+//   * `Status` and `Result<T>`: errors are values. Library code never throws across
+//     its public API and never exits; only `main` turns a Status into an exit code
+//     and a one-line message. A message names the file, the line and the field,
+//     e.g. "scenarios/x.yaml:12: tenants[0].rate_rps: must be > 0, got -1".
+//
+//   * `Span`: the per-request record (docs/spans.md). The simulator writes spans,
+//     the telemetry readers produce spans from real vLLM output, and the diagnosis
+//     reads spans without knowing where they came from. Times are seconds, in the
+//     time base of the run (simulated seconds since the scenario start, or Unix
+//     seconds for real telemetry).
+//
+// Example:
+//
+//   ttft::Result<int> ParsePort(std::string_view s) {
+//     if (s.empty()) return ttft::Status::Invalid("port: empty");
+//     return 8080;
+//   }
+//   auto port = ParsePort(arg);
+//   if (!port.ok()) return port.status();
+//   Use(*port);
+//
+// Thread safety: all types here are values; distinct objects may be used from
+// distinct threads without synchronisation.
+
+#ifndef TTFT_CORE_H_
+#define TTFT_CORE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace ttft {
+
+// Status codes. `main` maps them to exit codes (see ExitCodeFor).
+enum class StatusCode : uint8_t {
+  kOk = 0,
+  kInvalidArgument,  // bad input: malformed file, out-of-range value (exit 2)
+  kNotFound,         // a named file, preset or series does not exist (exit 2)
+  kDataError,        // a malformed record under --strict (exit 65, EX_DATAERR)
+  kUnavailable,      // a server is down or timed out (exit 69, EX_UNAVAILABLE)
+  kInternal,         // a broken invariant: a bug in ttft (exit 70, EX_SOFTWARE)
+  kIoError,          // a read or write failed (exit 74, EX_IOERR)
+};
+
+// A Status is either OK or an error code with a message. Cheap to copy when OK.
+class [[nodiscard]] Status {
+ public:
+  Status() = default;  // OK
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() { return {}; }
+  static Status Invalid(std::string msg) { return {StatusCode::kInvalidArgument, std::move(msg)}; }
+  static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
+  static Status DataError(std::string msg) { return {StatusCode::kDataError, std::move(msg)}; }
+  static Status Unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
+  static Status Internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
+  static Status IoError(std::string msg) { return {StatusCode::kIoError, std::move(msg)}; }
+
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+  // Returns a copy whose message is "<prefix>: <message>". OK stays OK.
+  Status WithContext(std::string_view prefix) const;
+
+  // "ok", or "invalid argument: <message>" and so on.
+  std::string ToString() const;
+
+ private:
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+// The process exit code for a status: 0, 2, 65, 69, 70 or 74 (sysexits.h).
+int ExitCodeFor(const Status& status);
+
+// A value or an error. REQUIRES: an error Result is built from a non-OK Status.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  // REQUIRES: ok().
+  T& value() & { return std::get<T>(v_); }
+  const T& value() const& { return std::get<T>(v_); }
+  T&& value() && { return std::get<T>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  // OK when ok(); the error otherwise.
+  Status status() const { return ok() ? Status::Ok() : std::get<Status>(v_); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+// Propagates a non-OK Status out of the calling function.
+#define TTFT_RETURN_IF_ERROR(expr)          \
+  do {                                      \
+    ::ttft::Status _st = (expr);            \
+    if (!_st.ok()) return _st;              \
+  } while (0)
+
+#define TTFT_CONCAT_INNER_(a, b) a##b
+#define TTFT_CONCAT_(a, b) TTFT_CONCAT_INNER_(a, b)
+// Assigns the value of a Result to `lhs`, or returns its error.
+#define TTFT_ASSIGN_OR_RETURN(lhs, expr) \
+  TTFT_ASSIGN_OR_RETURN_IMPL_(TTFT_CONCAT_(_res_, __LINE__), lhs, expr)
+#define TTFT_ASSIGN_OR_RETURN_IMPL_(res, lhs, expr) \
+  auto res = (expr);                                \
+  if (!res.ok()) return res.status();               \
+  lhs = std::move(res).value()
+
+// -----------------------------------------------------------------------------
+// The request span (docs/spans.md)
+// -----------------------------------------------------------------------------
+
+// Terminal status of a request. Anything but kOk is an error kind.
+enum class RequestStatus : uint8_t {
+  kOk = 0,
+  kRejectedTooLong,  // prompt + 1 > max_model_len: rejected at admission, as vLLM does
+  kAborted,          // the client or an event ended the request before it finished
+  kError,            // any other engine error
+};
+std::string_view ToString(RequestStatus s);
+// Accepts the strings ToString produces; returns nullopt for anything else.
+std::optional<RequestStatus> ParseRequestStatus(std::string_view s);
+
+// One record per request. Durations are seconds, >= 0. A field the source could
+// not provide is NaN (durations) or -1 (token counts), never a guess.
+//
+// Invariants for simulator output (checked by property tests):
+//   ttft_s = front_end_s + queue_s + prefill_s
+//   e2e_s  = ttft_s + decode_s
+//   0 <= cached_tokens <= prompt_tokens
+// `front_end_s` is the model's per-request front-end overhead (tokenisation, IPC:
+// the part of vLLM's TTFT that lies outside the engine core's queue and prefill).
+struct Span {
+  std::string request_id;
+  double arrival_s = 0;    // when the front end received the request
+  double queue_s = 0;      // waiting: first queued to first scheduled (vLLM's definition)
+  double prefill_s = 0;    // first scheduled to first token (includes preemptions during prefill)
+  double front_end_s = 0;  // front-end overhead included in ttft_s
+  double ttft_s = 0;
+  double decode_s = 0;  // first token to last token
+  double e2e_s = 0;
+  double itl_mean_s = 0;  // mean inter-token interval after the first token (NaN if < 2 tokens)
+  double itl_max_s = 0;
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache (vLLM num_cached_tokens)
+  int64_t output_tokens = 0;
+  int32_t preemptions = 0;
+  RequestStatus status = RequestStatus::kOk;
+  // Labels.
+  std::string replica;
+  std::string region;
+  std::string tenant;
+  std::string model;
+  std::string template_version;  // serialised as "template"
+  std::string deploy;            // engine-config version
+};
+
+}  // namespace ttft
+
+#endif  // TTFT_CORE_H_

@@ -1,0 +1,167 @@
+// -----------------------------------------------------------------------------
+// File: ttft/model.h
+// -----------------------------------------------------------------------------
+//
+// Model and GPU presets, and the roofline cost model of one engine step.
+//
+// A step's time is
+//
+//   t = step_overhead_s + n_layers * layer_overhead_s + n_allreduce * allreduce_latency_s
+//       + max(flops / (tp * peak_flops * prefill_mfu),  bytes / (tp * hbm_bw * decode_mbu))
+//
+// where flops counts the linear layers (2 * active params per token), the causal
+// attention term (4 * layers * q_heads * head_dim per query-key pair, so it grows with
+// cached context), and the LM head for each sequence that samples a token; bytes
+// counts the weights read once per step and the KV cache read by attention.
+// `prefill_mfu` is the *effective* rate on model FLOPs: the all-reduce bandwidth term
+// scales with tokens exactly like the GEMMs, so it is folded into it; only the fixed
+// latency of the 2 all-reduces per layer is modelled on its own. The defaults and
+// their sources are in docs/cost-model.md.
+//
+// Example:
+//
+//   auto cfg = ttft::MakeHardwareConfig("llama-3.3-70b", "h100-sxm", ttft::Dtype::kFp8, 2);
+//   ttft::CostModel cm(*cfg, ttft::CostParams{});
+//   double s = cm.PrefillTime(/*uncached_tokens=*/1000, /*cached_tokens=*/5000);  // ~0.078
+//
+// Thread safety: CostModel is immutable after construction.
+
+#ifndef TTFT_MODEL_H_
+#define TTFT_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ttft/core.h"
+
+namespace ttft {
+
+enum class Dtype : uint8_t { kBf16, kFp8 };
+std::string_view ToString(Dtype d);
+Result<Dtype> ParseDtype(std::string_view s);
+inline double BytesPerElement(Dtype d) { return d == Dtype::kFp8 ? 1.0 : 2.0; }
+
+// A transformer's shape, from its published config.json.
+struct ModelSpec {
+  std::string name;   // preset key, e.g. "llama-3.3-70b"
+  std::string hf_id;  // e.g. "meta-llama/Llama-3.3-70B-Instruct"
+  int num_layers = 0;
+  int hidden_size = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int intermediate_size = 0;
+  int vocab_size = 0;
+  bool tie_embeddings = false;
+  // Mixture of experts: 0 experts means dense. FLOPs use the active experts per
+  // token; weight reads use all experts (every expert is touched in a large batch).
+  int num_experts = 0;
+  int experts_per_token = 0;
+  int max_position_embeddings = 0;
+
+  // Parameters in the per-layer linear maps and norms (all experts).
+  double LayerParams() const;
+  // Linear parameters touched by one token (active experts only).
+  double ActiveLayerParams() const;
+  double EmbeddingParams() const;  // one vocab x hidden matrix
+  double TotalParams() const;      // layers + embedding + LM head (unless tied)
+  // K and V for one token over all layers, in elements.
+  double KvElementsPerToken() const {
+    return 2.0 * num_layers * num_kv_heads * head_dim;
+  }
+};
+
+struct GpuSpec {
+  std::string name;        // preset key, e.g. "h100-sxm"
+  double bf16_tflops = 0;  // dense peak
+  double fp8_tflops = 0;   // dense peak (0: no FP8 tensor cores)
+  double hbm_tbs = 0;      // memory bandwidth, TB/s
+  double memory_gb = 0;    // HBM capacity, GB (1e9 bytes)
+};
+
+// Known presets. Keys are lower-case; lookup is case-insensitive.
+Result<ModelSpec> FindModel(std::string_view name_or_hf_id);
+Result<GpuSpec> FindGpu(std::string_view name);
+std::vector<std::string> ModelNames();
+std::vector<std::string> GpuNames();
+
+// A model on a GPU type with a tensor-parallel degree and dtypes.
+struct HardwareConfig {
+  ModelSpec model;
+  GpuSpec gpu;
+  int tp = 1;
+  Dtype weight_dtype = Dtype::kBf16;
+  Dtype kv_dtype = Dtype::kBf16;
+
+  double WeightBytes() const;       // whole model, all ranks
+  double KvBytesPerToken() const;   // all ranks
+  double PeakFlopsPerGpu() const;   // for weight_dtype
+};
+
+// Validates and builds a HardwareConfig: TP must divide the attention heads and be
+// 1..8; the GPU must support the dtype. kv_dtype defaults to the weight dtype.
+Result<HardwareConfig> MakeHardwareConfig(std::string_view model, std::string_view gpu,
+                                          Dtype dtype, int tp);
+
+// Efficiencies and fixed overheads (docs/cost-model.md gives each value's source).
+struct CostParams {
+  double prefill_mfu = 0.50;           // effective fraction of dense peak on model FLOPs
+  double decode_mbu = 0.75;            // fraction of peak HBM bandwidth when memory-bound
+  double step_overhead_s = 0.3e-3;     // scheduler + launch per engine step
+  double layer_overhead_s = 0.0;       // per layer per step
+  double allreduce_latency_s = 12e-6;  // per all-reduce call when tp > 1 (2 per layer)
+  double front_end_s = 0.010;          // per request: tokenisation, IPC (in TTFT, not queue)
+  double slowdown = 1.0;               // multiplies the whole step (a throttled GPU)
+};
+
+// What one engine step computes. Built by the engine's scheduler.
+struct StepShape {
+  int64_t tokens = 0;           // tokens computed this step (prefill chunks + decodes)
+  double attention_pairs = 0;   // sum over sequences of query-key pairs (causal)
+  int64_t kv_tokens_read = 0;   // sum over sequences of context attended to
+  int64_t logit_seqs = 0;       // sequences that sample a token this step
+  int64_t seqs = 0;             // sequences in the batch
+};
+
+class CostModel {
+ public:
+  CostModel(HardwareConfig hw, CostParams params);
+
+  // Seconds for one engine step. REQUIRES: shape.seqs > 0.
+  double StepTime(const StepShape& shape) const;
+
+  // Adds one sequence's contribution to `shape`: `new_tokens` computed after
+  // `context_tokens` already in the KV cache; `samples` when it emits a token.
+  static void AddSequence(StepShape& shape, int64_t context_tokens, int64_t new_tokens,
+                          bool samples);
+
+  // A lone prefill of `uncached` tokens after `cached` cached ones, in one step.
+  double PrefillTime(int64_t uncached, int64_t cached) const;
+  // One decode step of `batch` sequences with `context` tokens each.
+  double DecodeStepTime(int64_t batch, int64_t context) const;
+
+  // FLOPs of a step (for reporting).
+  double StepFlops(const StepShape& shape) const;
+
+  const HardwareConfig& hardware() const { return hw_; }
+  const CostParams& params() const { return params_; }
+  void set_slowdown(double factor) { params_.slowdown = factor; }
+
+ private:
+  HardwareConfig hw_;
+  CostParams params_;
+  double flops_per_token_;      // 2 * active linear params
+  double flops_per_pair_;       // 4 * layers * heads * head_dim
+  double flops_per_logit_seq_;  // 2 * vocab * hidden
+  double weight_bytes_per_gpu_;
+  double kv_bytes_per_token_per_gpu_;
+  double compute_rate_;    // FLOP/s across the TP group, at prefill_mfu
+  double bandwidth_rate_;  // bytes/s per GPU, at decode_mbu
+  double fixed_s_;
+};
+
+}  // namespace ttft
+
+#endif  // TTFT_MODEL_H_

@@ -1,0 +1,187 @@
+// -----------------------------------------------------------------------------
+// File: ttft/workload.h
+// -----------------------------------------------------------------------------
+//
+// Traffic: who sends what, and when.
+//
+// A prompt is an ordered list of segments (system prompt, tool schemas, a user's
+// profile, a timestamp, retrieved chunks...). Each segment has a *content key*: two
+// segments with the same key hold the same tokens. What a segment's key depends on
+// is its kind:
+//
+//   static       the same for every request (key = the segment's content id)
+//   per_tenant   one per tenant
+//   per_user     one per (tenant, user); users are drawn from the tenant's population
+//   per_request  unique to each request (a timestamp, a request id, retrieved text)
+//
+// Tokens are synthetic but exact: token i of a segment with key K is a pure function
+// of (K, i), so the KV block hashes computed from them chain exactly as vLLM's do
+// (hash(parent, block tokens, extra keys), full blocks only). Moving a per_request
+// segment ahead of a static one therefore changes every later block hash, as it
+// does in a real engine.
+//
+// Thread safety: a RequestSource is single-threaded; specs are values.
+
+#ifndef TTFT_WORKLOAD_H_
+#define TTFT_WORKLOAD_H_
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ttft/core.h"
+
+namespace ttft {
+
+// The simulator's random source. Fixed algorithm (not std::default_random_engine),
+// so the same seed gives the same run on every platform and library version.
+using Rng = std::mt19937_64;
+
+// A distribution of non-negative values (token counts, lengths).
+struct Distribution {
+  enum class Kind : uint8_t { kFixed, kUniform, kLognormal, kEmpirical };
+  Kind kind = Kind::kFixed;
+  double value = 0;           // kFixed
+  double min = 0, max = 0;    // kUniform (inclusive)
+  double mean = 0, cv = 0;    // kLognormal: mean and coefficient of variation
+  double clamp_min = 0, clamp_max = 0;  // kLognormal: 0 = no clamp
+  std::vector<double> values;   // kEmpirical: sampled uniformly (or by weights)
+  std::vector<double> weights;  // kEmpirical: optional, same length as values
+
+  static Distribution Fixed(double v) { Distribution d; d.value = v; return d; }
+  // Draws one value. Hand-rolled transforms (not std::*_distribution) so results
+  // do not depend on the standard library's implementation.
+  double Sample(Rng& rng) const;
+  double Mean() const;
+};
+
+enum class SegmentKind : uint8_t { kStatic, kPerTenant, kPerUser, kPerRequest };
+std::string_view ToString(SegmentKind k);
+
+struct SegmentSpec {
+  std::string name;           // e.g. "system_prompt", "timestamp"
+  SegmentKind kind = SegmentKind::kStatic;
+  std::string content;        // static: the content id (defaults to `name`)
+  Distribution tokens;        // static: sampled once; per_user: once per user
+};
+
+// One version of a prompt template: its segments in order.
+struct TemplateVersion {
+  std::string version;  // e.g. "v1"
+  std::vector<SegmentSpec> segments;
+};
+
+struct TemplateSpec {
+  std::string name;  // e.g. "support-chat"
+  std::vector<TemplateVersion> versions;
+};
+
+// A piecewise-constant change of a rate: from `from_s` on, the rate is `rate_rps`.
+struct RatePiece {
+  double from_s = 0;
+  double rate_rps = 0;
+};
+
+struct ArrivalSpec {
+  enum class Kind : uint8_t { kPoisson, kGamma };
+  Kind kind = Kind::kPoisson;
+  double rate_rps = 0;          // REQUIRES: > 0 unless pieces set the rate
+  double cv = 1;                // kGamma: coefficient of variation of the gaps
+  std::vector<RatePiece> pieces;  // sorted by from_s; overrides rate_rps from from_s
+};
+
+struct TenantSpec {
+  std::string name;
+  ArrivalSpec arrivals;
+  std::string template_name;
+  std::string template_version;  // active at t = 0
+  Distribution output_tokens;
+  int64_t users = 1000;          // population for per_user segments
+  std::string region;            // "" = any region
+  std::string pool;              // "" = any pool
+  std::string cache_salt;        // vLLM cache_salt: isolates this tenant's cache
+};
+
+// A trace to replay (../shared/data/traces/README.md describes both formats).
+struct TraceSpec {
+  enum class Format : uint8_t { kMooncake, kAzure };
+  Format format = Format::kMooncake;
+  std::string path;
+  std::string tenant = "trace";  // label for its requests
+  double time_scale = 1.0;       // multiply inter-arrival times (0.5 = twice the rate)
+  int64_t max_requests = 0;      // 0 = all
+  std::string region, pool;
+};
+
+// A request as it enters the fleet.
+struct Request {
+  int64_t seq = 0;  // dense id in arrival order
+  double arrival_s = 0;
+  int32_t prompt_tokens = 0;
+  int32_t output_tokens = 0;  // tokens to generate (ignore_eos semantics)
+  // Hashes of the prompt's full KV blocks, chained (block i depends on 0..i).
+  std::vector<uint64_t> block_hashes;
+  int32_t tenant = 0;      // index into WorkloadSpec::tenant names
+  int32_t template_label = 0;  // index into RequestSource::template_labels()
+};
+
+// A tenant's template switches to `version` at `at_s` (a deploy_template event).
+struct TemplateSwitch {
+  double at_s = 0;
+  std::string tenant;  // "" = every tenant using `template_name`
+  std::string template_name;
+  std::string version;
+};
+
+// A tenant's rate is multiplied by `multiplier` from `at_s` on (tenant_traffic).
+struct TrafficChange {
+  double at_s = 0;
+  std::string tenant;
+  double multiplier = 1;
+};
+
+struct WorkloadSpec {
+  std::vector<TemplateSpec> templates;
+  std::vector<TenantSpec> tenants;
+  std::vector<TraceSpec> traces;
+  std::vector<TemplateSwitch> template_switches;
+  std::vector<TrafficChange> traffic_changes;
+  int block_size = 16;
+  double duration_s = 0;  // arrivals in [0, duration_s)
+  uint64_t seed = 1;
+};
+
+// Hashes full blocks of a prompt given as (content key, length) pieces, chained as
+// vLLM's hash_request_tokens does: h_i = H(h_{i-1}, tokens of block i, extra) with
+// the salt as the first block's extra key. Only full blocks are hashed.
+struct PromptPiece {
+  uint64_t key = 0;
+  int32_t tokens = 0;
+};
+void ComputeBlockHashes(const std::vector<PromptPiece>& pieces, int block_size, uint64_t salt,
+                        std::vector<uint64_t>& out);
+
+// Generates requests in arrival order from tenants and traces. Streams: memory is
+// bounded by the number of tenants and traces, not the run length.
+class RequestSource {
+ public:
+  // Validates cross references (template names and versions, tenants named by
+  // switches) and opens traces. Errors name the offending field.
+  static Result<std::unique_ptr<RequestSource>> Create(const WorkloadSpec& spec);
+  virtual ~RequestSource() = default;
+
+  // The next request, or false when the run's arrivals are exhausted.
+  virtual Result<bool> Next(Request& out) = 0;
+  // Names behind Request::tenant and Request::template_label ("name@version").
+  virtual const std::vector<std::string>& tenant_names() const = 0;
+  virtual const std::vector<std::string>& template_labels() const = 0;
+  virtual const std::vector<std::string>& tenant_regions() const = 0;
+  virtual const std::vector<std::string>& tenant_pools() const = 0;
+};
+
+}  // namespace ttft
+
+#endif  // TTFT_WORKLOAD_H_

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds ttft and runs the whole test suite: unit and integration tests (Release),
+# the same again under AddressSanitizer + UBSan, then every fuzz target for a
+# bounded time on its seed corpus. This is what CI runs (.ci/run).
+#   FUZZ_SECONDS=N   seconds per fuzz target (default 60; 0 skips fuzzing)
+#   SKIP_SANITIZE=1  skip the sanitizer pass (local iteration only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+JOBS=$(nproc)
+
+echo "== build (release)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build build -j "$JOBS"
+echo "== tests (release)"
+ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 900
+
+if [ "${SKIP_SANITIZE:-0}" != "1" ]; then
+  echo "== build (asan+ubsan)"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTTFT_SANITIZE=ON \
+    -DTTFT_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS=-O1 > /dev/null
+  cmake --build build-asan -j "$JOBS"
+  echo "== tests (asan+ubsan)"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TTFT_SANITIZED=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 1800
+fi
+
+if [ "${FUZZ_SECONDS:-60}" != "0" ] && ls src/*/*_fuzz.cc > /dev/null 2>&1; then
+  echo "== fuzz (${FUZZ_SECONDS:-60}s per target)"
+  scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+fi
+echo "== all tests passed"

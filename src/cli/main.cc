@@ -1,0 +1,56 @@
+// The `ttft` command-line program: parses the command line, runs one sub-command,
+// and maps its Status to an exit code (ttft::ExitCodeFor) and a one-line message.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "cli/commands.h"
+#include "ttft/core.h"
+
+namespace ttft::cli {
+bool StderrIsTty() { return isatty(STDERR_FILENO) == 1; }
+bool StdoutIsTty() { return isatty(STDOUT_FILENO) == 1; }
+}  // namespace ttft::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "ttft: find out why an LLM-serving fleet's tail time-to-first-token regressed, prove it\n"
+      "with numbers, and keep it from regressing again.",
+      "ttft"};
+  app.set_version_flag("--version", std::string("ttft ") + TTFT_VERSION);
+  app.require_subcommand(1);
+
+  std::map<CLI::App*, ttft::cli::Runner> runners;
+  auto add = [&](const char* name, const char* help, auto reg) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    runners[sub] = reg(*sub);
+  };
+  add("drill", "Run the seed incident drill: symptom table before and after a bad deploy",
+      ttft::cli::RegisterDrill);
+  add("simulate", "Simulate a serving fleet from a scenario file; write spans and metrics",
+      ttft::cli::RegisterSimulate);
+  add("cost", "Print the cost model's prefill and decode times for a configuration",
+      ttft::cli::RegisterCost);
+  add("stats", "Tail statistics of spans or metrics, per group", ttft::cli::RegisterStats);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  for (auto& [sub, run] : runners) {
+    if (sub->parsed()) {
+      ttft::Status st = run();
+      if (!st.ok()) {
+        std::fprintf(stderr, "ttft %s: %s\n", sub->get_name().c_str(), st.message().c_str());
+        return ttft::ExitCodeFor(st);
+      }
+      return 0;
+    }
+  }
+  return 2;
+}
