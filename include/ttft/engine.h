@@ -54,15 +54,15 @@ struct EngineConfig {
   CostParams cost;
   int block_size = 16;
   double gpu_memory_utilization = 0.9;
-  double non_kv_reserve_gb = 1.5;   // per GPU: activations, CUDA graphs, allocator slack
-  int64_t num_gpu_blocks = 0;       // > 0 overrides the capacity derived from memory
+  double non_kv_reserve_gb = 1.5;  // per GPU: activations, CUDA graphs, allocator slack
+  int64_t num_gpu_blocks = 0;      // > 0 overrides the capacity derived from memory
   int64_t max_num_batched_tokens = 8192;
   int64_t max_num_seqs = 256;
   int64_t max_model_len = 8192;
   bool enable_chunked_prefill = true;
   bool enable_prefix_caching = true;
   int64_t long_prefill_token_threshold = 0;  // 0 = off
-  std::string deploy = "v1";        // engine-config version label
+  std::string deploy = "v1";                 // engine-config version label
 
   // KV capacity in blocks: per GPU, memory * utilisation - weights/tp - reserve,
   // divided by a block's bytes per GPU. Errors if it cannot hold one
@@ -96,6 +96,9 @@ std::vector<double> Build125Buckets(int64_t max_value);
 // Cumulative counters and histograms of one replica, named after vLLM's.
 struct EngineMetrics {
   explicit EngineMetrics(int64_t max_model_len);
+  // Histograms point at token_buckets: not copyable.
+  EngineMetrics(const EngineMetrics&) = delete;
+  EngineMetrics& operator=(const EngineMetrics&) = delete;
   std::vector<double> token_buckets;  // build_1_2_5_buckets(max_model_len); owns storage
   uint64_t prompt_tokens = 0;         // vllm:prompt_tokens_total (includes cached)
   uint64_t prompt_tokens_cached = 0;  // vllm:prompt_tokens_cached_total
@@ -112,10 +115,10 @@ struct EngineMetrics {
 
 // What the engine reports when a request ends (the fleet adds labels).
 struct FinishedRequest {
-  const Request* request = nullptr;
+  const Request* request = nullptr;  // valid only during the FinishFn call
   RequestStatus status = RequestStatus::kOk;
-  double queued_s = 0;       // entered WAITING
-  double scheduled_s = 0;    // first scheduled
+  double queued_s = 0;     // entered WAITING
+  double scheduled_s = 0;  // first scheduled
   double first_token_s = 0;
   double last_token_s = 0;
   double itl_sum_s = 0;
@@ -183,7 +186,8 @@ class Replica {
   struct Seq;
   class BlockPool;
 
-  bool TryAllocate(Seq& s, int64_t num_new_tokens, int64_t num_hit_blocks);
+  bool TryAllocate(Seq& s, int64_t num_new_tokens, const std::vector<int32_t>& hits);
+  void CommitRunSteps(int64_t steps, const FinishFn* on_finish);
   void Preempt(Seq& victim);
   void FreeSeq(Seq& s);
   void CacheFullBlocks(Seq& s, int64_t num_tokens);
@@ -207,9 +211,15 @@ class Replica {
     int64_t num_new;
   };
   std::vector<Scheduled> scheduled_;
-  // A planned run of decode steps: their durations and cumulative ends.
+  int64_t step_tokens_ = 0;
+  double step_end_ = 0;
+  std::vector<int32_t> hit_scratch_;
+  // A planned run of decode steps: their durations and absolute ends. Steps
+  // [run_next_, run_steps_) are planned and not yet committed.
   int64_t run_steps_ = 0;  // 0: a single ordinary step
+  int64_t run_next_ = 0;
   std::vector<double> run_ends_;
+  std::vector<double> run_durations_;
   int64_t steps_executed_ = 0;
 };
 

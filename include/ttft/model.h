@@ -68,9 +68,7 @@ struct ModelSpec {
   double EmbeddingParams() const;  // one vocab x hidden matrix
   double TotalParams() const;      // layers + embedding + LM head (unless tied)
   // K and V for one token over all layers, in elements.
-  double KvElementsPerToken() const {
-    return 2.0 * num_layers * num_kv_heads * head_dim;
-  }
+  double KvElementsPerToken() const { return 2.0 * num_layers * num_kv_heads * head_dim; }
 };
 
 struct GpuSpec {
@@ -95,15 +93,15 @@ struct HardwareConfig {
   Dtype weight_dtype = Dtype::kBf16;
   Dtype kv_dtype = Dtype::kBf16;
 
-  double WeightBytes() const;       // whole model, all ranks
-  double KvBytesPerToken() const;   // all ranks
-  double PeakFlopsPerGpu() const;   // for weight_dtype
+  double WeightBytes() const;      // whole model, all ranks
+  double KvBytesPerToken() const;  // all ranks
+  double PeakFlopsPerGpu() const;  // for weight_dtype
 };
 
 // Validates and builds a HardwareConfig: TP must divide the attention heads and be
 // 1..8; the GPU must support the dtype. kv_dtype defaults to the weight dtype.
-Result<HardwareConfig> MakeHardwareConfig(std::string_view model, std::string_view gpu,
-                                          Dtype dtype, int tp);
+Result<HardwareConfig> MakeHardwareConfig(std::string_view model, std::string_view gpu, Dtype dtype,
+                                          int tp);
 
 // Efficiencies and fixed overheads (docs/cost-model.md gives each value's source).
 struct CostParams {
@@ -118,11 +116,11 @@ struct CostParams {
 
 // What one engine step computes. Built by the engine's scheduler.
 struct StepShape {
-  int64_t tokens = 0;           // tokens computed this step (prefill chunks + decodes)
-  double attention_pairs = 0;   // sum over sequences of query-key pairs (causal)
-  int64_t kv_tokens_read = 0;   // sum over sequences of context attended to
-  int64_t logit_seqs = 0;       // sequences that sample a token this step
-  int64_t seqs = 0;             // sequences in the batch
+  int64_t tokens = 0;          // tokens computed this step (prefill chunks + decodes)
+  double attention_pairs = 0;  // sum over sequences of query-key pairs (causal)
+  int64_t kv_tokens_read = 0;  // sum over sequences of context attended to
+  int64_t logit_seqs = 0;      // sequences that sample a token this step
+  int64_t seqs = 0;            // sequences in the batch
 };
 
 class CostModel {

@@ -1,0 +1,673 @@
+// One replica with vLLM v1 scheduling, paged KV cache and prefix caching
+// (ttft/engine.h). Line references are to vLLM's vllm/v1/core/sched/scheduler.py
+// (Scheduler.schedule), kv_cache_manager.py (get_computed_blocks, allocate_slots)
+// and block_pool.py / kv_cache_utils.py (BlockPool, FreeKVCacheBlockQueue).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "ttft/engine.h"
+
+namespace ttft {
+
+// ---------------------------------------------------------------------------
+// Engine config
+// ---------------------------------------------------------------------------
+
+Result<int64_t> EngineConfig::KvCapacityBlocks() const {
+  const double block_bytes_per_gpu =
+      hardware.KvBytesPerToken() / hardware.tp * static_cast<double>(block_size);
+  int64_t blocks = num_gpu_blocks;
+  if (blocks <= 0) {
+    const double weights_per_gpu = hardware.WeightBytes() / hardware.tp;
+    const double avail = hardware.gpu.memory_gb * 1e9 * gpu_memory_utilization - weights_per_gpu -
+                         non_kv_reserve_gb * 1e9;
+    if (avail <= 0) {
+      return Status::Invalid(fmt::format(
+          "gpu_memory_utilization: {} of {}'s {:.1f} GB leaves no room for KV cache after "
+          "{:.1f} GB of {} weights per GPU (tp {})",
+          gpu_memory_utilization, hardware.gpu.name, hardware.gpu.memory_gb, weights_per_gpu / 1e9,
+          hardware.model.name, hardware.tp));
+    }
+    blocks = static_cast<int64_t>(std::floor(avail / block_bytes_per_gpu));
+  }
+  const int64_t need = (max_model_len + block_size - 1) / block_size;
+  if (blocks < need) {
+    return Status::Invalid(fmt::format(
+        "max_model_len: KV cache holds {} blocks ({} tokens), fewer than one {}-token request "
+        "needs",
+        blocks, blocks * block_size, max_model_len));
+  }
+  return blocks;
+}
+
+Status EngineConfig::Validate() const {
+  if (block_size <= 0 || block_size > 1024) {
+    return Status::Invalid(fmt::format("block_size: must be 1..1024, got {}", block_size));
+  }
+  if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1)) {
+    return Status::Invalid(
+        fmt::format("gpu_memory_utilization: must be in (0, 1], got {}", gpu_memory_utilization));
+  }
+  if (max_num_batched_tokens <= 0) {
+    return Status::Invalid(
+        fmt::format("max_num_batched_tokens: must be > 0, got {}", max_num_batched_tokens));
+  }
+  if (max_num_seqs <= 0) {
+    return Status::Invalid(fmt::format("max_num_seqs: must be > 0, got {}", max_num_seqs));
+  }
+  if (max_model_len <= 1) {
+    return Status::Invalid(fmt::format("max_model_len: must be > 1, got {}", max_model_len));
+  }
+  if (!enable_chunked_prefill && max_num_batched_tokens < max_model_len) {
+    // vLLM's SchedulerConfig raises the same: without chunking a whole prompt must fit a step.
+    return Status::Invalid(fmt::format(
+        "max_num_batched_tokens: {} is smaller than max_model_len {}; with chunked prefill "
+        "disabled every prompt must fit one step",
+        max_num_batched_tokens, max_model_len));
+  }
+  if (long_prefill_token_threshold < 0) {
+    return Status::Invalid("long_prefill_token_threshold: must be >= 0");
+  }
+  const CostParams& c = cost;
+  if (!(c.prefill_mfu > 0 && c.prefill_mfu <= 1) || !(c.decode_mbu > 0 && c.decode_mbu <= 1)) {
+    return Status::Invalid("cost: prefill_mfu and decode_mbu must be in (0, 1]");
+  }
+  if (c.step_overhead_s < 0 || c.layer_overhead_s < 0 || c.allreduce_latency_s < 0 ||
+      c.front_end_s < 0 || !(c.slowdown > 0)) {
+    return Status::Invalid("cost: overheads must be >= 0 and slowdown > 0");
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Block pool: blocks, the LRU free queue, and the hash -> block map
+// ---------------------------------------------------------------------------
+
+class Replica::BlockPool {
+ public:
+  explicit BlockPool(int64_t n) : blocks_(static_cast<size_t>(n)) {
+    // Initially every block is free, in id order (FreeKVCacheBlockQueue.__init__).
+    for (int32_t i = 0; i < static_cast<int32_t>(n); ++i) PushBack(i);
+    cached_.reserve(static_cast<size_t>(n));
+  }
+
+  int64_t size() const { return static_cast<int64_t>(blocks_.size()); }
+  int64_t num_free() const { return num_free_; }
+  int32_t ref(int32_t id) const { return blocks_[id].ref; }
+
+  int32_t Lookup(uint64_t hash) const {
+    auto it = cached_.find(hash);
+    return it == cached_.end() ? -1 : it->second;
+  }
+
+  // A cache hit takes a reference; a free block leaves the free queue (touch()).
+  void Touch(int32_t id) {
+    Block& b = blocks_[id];
+    if (b.ref == 0) Unlink(id);
+    ++b.ref;
+  }
+
+  // Pops the LRU free block, evicting its cached hash (get_new_blocks).
+  // REQUIRES: num_free() > 0.
+  int32_t Allocate() {
+    const int32_t id = head_;
+    assert(id >= 0);
+    Unlink(id);
+    Block& b = blocks_[id];
+    if (b.hashed) {
+      auto it = cached_.find(b.hash);
+      if (it != cached_.end() && it->second == id) cached_.erase(it);
+      b.hashed = false;
+    }
+    b.ref = 1;
+    return id;
+  }
+
+  // Drops a reference; a block reaching zero joins the free queue's tail.
+  void Release(int32_t id) {
+    Block& b = blocks_[id];
+    assert(b.ref > 0);
+    if (--b.ref == 0) PushBack(id);
+  }
+
+  // Registers a full block's hash. V1 does not de-duplicate: when the hash is
+  // already cached by another block, this one stays unhashed (see engine.h).
+  void Cache(int32_t id, uint64_t hash) {
+    Block& b = blocks_[id];
+    if (b.hashed) return;
+    if (cached_.emplace(hash, id).second) {
+      b.hash = hash;
+      b.hashed = true;
+    }
+  }
+
+  void Clear() {
+    for (auto& [hash, id] : cached_) blocks_[id].hashed = false;
+    cached_.clear();
+  }
+
+  Status Check(const std::vector<int32_t>& expected_refs) const {
+    int64_t free_count = 0;
+    int32_t prev = -1;
+    for (int32_t id = head_; id >= 0; id = blocks_[id].next) {
+      if (blocks_[id].ref != 0) return Status::Internal(fmt::format("block {} free with ref", id));
+      if (blocks_[id].prev != prev) return Status::Internal("free queue links broken");
+      prev = id;
+      ++free_count;
+    }
+    if (free_count != num_free_) return Status::Internal("free count mismatch");
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      if (blocks_[i].ref != expected_refs[i]) {
+        return Status::Internal(
+            fmt::format("block {} ref {} but {} holders", i, blocks_[i].ref, expected_refs[i]));
+      }
+    }
+    for (const auto& [hash, id] : cached_) {
+      if (!blocks_[id].hashed || blocks_[id].hash != hash) {
+        return Status::Internal(fmt::format("cache map entry for block {} is stale", id));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  struct Block {
+    int32_t ref = 0;
+    int32_t prev = -1, next = -1;
+    bool hashed = false;
+    uint64_t hash = 0;
+  };
+
+  void PushBack(int32_t id) {
+    Block& b = blocks_[id];
+    b.prev = tail_;
+    b.next = -1;
+    if (tail_ >= 0)
+      blocks_[tail_].next = id;
+    else
+      head_ = id;
+    tail_ = id;
+    ++num_free_;
+  }
+
+  void Unlink(int32_t id) {
+    Block& b = blocks_[id];
+    if (b.prev >= 0)
+      blocks_[b.prev].next = b.next;
+    else
+      head_ = b.next;
+    if (b.next >= 0)
+      blocks_[b.next].prev = b.prev;
+    else
+      tail_ = b.prev;
+    b.prev = b.next = -1;
+    --num_free_;
+  }
+
+  std::vector<Block> blocks_;
+  int32_t head_ = -1, tail_ = -1;
+  int64_t num_free_ = 0;
+  std::unordered_map<uint64_t, int32_t> cached_;
+};
+
+// ---------------------------------------------------------------------------
+// Sequences
+// ---------------------------------------------------------------------------
+
+struct Replica::Seq {
+  std::unique_ptr<Request> req;
+  int64_t num_tokens = 0;    // prompt + generated so far
+  int64_t num_computed = 0;  // tokens whose KV is in the cache
+  int64_t generated = 0;
+  int64_t target = 0;       // tokens to generate
+  bool capped = false;      // target cut by max_model_len (finish reason "length")
+  int64_t num_cached = -1;  // prefix-cache hit at first scheduling (vLLM num_cached_tokens)
+  std::vector<int32_t> blocks;
+  int64_t num_hashed = 0;  // leading blocks registered in the prefix cache
+  double queued_s = 0;
+  double scheduled_s = -1;
+  double first_token_s = -1;
+  double last_token_s = 0;
+  double itl_sum_s = 0;
+  double itl_max_s = 0;
+  int32_t preemptions = 0;
+};
+
+Replica::Replica(const EngineConfig& config, int64_t num_blocks)
+    : config_(config),
+      cost_(config.hardware, config.cost),
+      pool_(std::make_unique<BlockPool>(num_blocks)),
+      metrics_(config.max_model_len) {}
+
+Replica::~Replica() {
+  for (Seq* s : waiting_) delete s;
+  for (Seq* s : running_) delete s;
+}
+
+int64_t Replica::num_blocks() const { return pool_->size(); }
+int64_t Replica::num_free_blocks() const { return pool_->num_free(); }
+double Replica::KvUsage() const {
+  return 1.0 - static_cast<double>(pool_->num_free()) / static_cast<double>(pool_->size());
+}
+
+void Replica::Reconfigure(const EngineConfig& config) {
+  const double slowdown = cost_.params().slowdown;
+  config_ = config;
+  cost_ = CostModel(config.hardware, config.cost);
+  cost_.set_slowdown(slowdown);
+}
+
+void Replica::SetSlowdown(double factor) { cost_.set_slowdown(factor); }
+
+void Replica::ResetCache() { pool_->Clear(); }
+
+void Replica::Enqueue(std::unique_ptr<Request> request, double now, const FinishFn& on_finish) {
+  auto* s = new Seq();
+  s->req = std::move(request);
+  s->num_tokens = s->req->prompt_tokens;
+  s->queued_s = now;
+  s->last_token_s = now;
+  // vLLM rejects a prompt that leaves no room for one generated token, and caps
+  // the output at max_model_len.
+  if (s->req->prompt_tokens + 1 > config_.max_model_len) {
+    Finish(*s, RequestStatus::kRejectedTooLong, on_finish);
+    return;
+  }
+  s->target = std::max<int64_t>(1, s->req->output_tokens);
+  if (s->req->prompt_tokens + s->target > config_.max_model_len) {
+    s->target = config_.max_model_len - s->req->prompt_tokens;
+    s->capped = true;
+  }
+  waiting_.push_back(s);
+}
+
+int64_t Replica::LookupPrefix(const Seq& s, std::vector<int32_t>& hits) const {
+  hits.clear();
+  if (!config_.enable_prefix_caching) return 0;
+  // max_cache_hit_length = num_tokens - 1: the last token is always computed.
+  const auto& hashes = s.req->block_hashes;
+  const int64_t max_blocks = std::min<int64_t>((s.num_tokens - 1) / config_.block_size,
+                                               static_cast<int64_t>(hashes.size()));
+  for (int64_t i = 0; i < max_blocks; ++i) {
+    const int32_t id = pool_->Lookup(hashes[static_cast<size_t>(i)]);
+    if (id < 0) break;
+    hits.push_back(id);
+  }
+  return static_cast<int64_t>(hits.size()) * config_.block_size;
+}
+
+int64_t Replica::CachedPrefixBlocks(const std::vector<uint64_t>& hashes) const {
+  if (!config_.enable_prefix_caching || hashes.empty()) return 0;
+  int64_t lo = 0, hi = static_cast<int64_t>(hashes.size());  // answer in [lo, hi]
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (pool_->Lookup(hashes[static_cast<size_t>(mid - 1)]) >= 0)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+void Replica::CacheFullBlocks(Seq& s, int64_t num_tokens) {
+  if (!config_.enable_prefix_caching) return;
+  const auto& hashes = s.req->block_hashes;
+  const int64_t full =
+      std::min<int64_t>(num_tokens / config_.block_size, static_cast<int64_t>(hashes.size()));
+  for (int64_t i = s.num_hashed; i < full; ++i) {
+    pool_->Cache(s.blocks[static_cast<size_t>(i)], hashes[static_cast<size_t>(i)]);
+  }
+  s.num_hashed = std::max(s.num_hashed, full);
+}
+
+// allocate_slots(): `hits` are the blocks a prefix lookup found for `s` (empty for
+// a running request). On success the hits are touched and counted as computed.
+bool Replica::TryAllocate(Seq& s, int64_t num_new_tokens, const std::vector<int32_t>& hits) {
+  const int64_t bs = config_.block_size;
+  const int64_t num_hits = static_cast<int64_t>(hits.size());
+  const int64_t computed = s.num_computed + num_hits * bs;
+  const int64_t required = (computed + num_new_tokens + bs - 1) / bs;
+  const int64_t to_allocate = required - static_cast<int64_t>(s.blocks.size()) - num_hits;
+  int64_t evictable_hits = 0;
+  for (int32_t id : hits) evictable_hits += pool_->ref(id) == 0 ? 1 : 0;
+  if (to_allocate > pool_->num_free() - evictable_hits) return false;
+  for (int32_t id : hits) {
+    pool_->Touch(id);
+    s.blocks.push_back(id);
+  }
+  if (num_hits > 0) {
+    s.num_hashed = num_hits;
+    s.num_computed = computed;
+  }
+  for (int64_t i = 0; i < to_allocate; ++i) s.blocks.push_back(pool_->Allocate());
+  // vLLM caches the blocks this step will fill at allocation time.
+  CacheFullBlocks(s, s.num_computed + num_new_tokens);
+  return true;
+}
+
+void Replica::FreeSeq(Seq& s) {
+  // Reverse order: the request's last block reaches the free queue first and so is
+  // evicted first (KVCacheManager.free).
+  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) pool_->Release(*it);
+  s.blocks.clear();
+  s.num_hashed = 0;
+}
+
+void Replica::Preempt(Seq& victim) {
+  FreeSeq(victim);
+  victim.num_computed = 0;
+  ++victim.preemptions;
+  ++metrics_.num_preemptions;
+  waiting_.push_front(&victim);
+}
+
+void Replica::Finish(Seq& s, RequestStatus status, const FinishFn& on_finish) {
+  FinishedRequest f;
+  f.request = s.req.get();
+  f.status = status;
+  f.queued_s = s.queued_s;
+  f.scheduled_s = s.scheduled_s;
+  f.first_token_s = s.first_token_s;
+  f.last_token_s = s.last_token_s;
+  f.itl_sum_s = s.itl_sum_s;
+  f.itl_max_s = s.itl_max_s;
+  f.cached_tokens = std::max<int64_t>(0, s.num_cached);
+  f.output_tokens = s.generated;
+  f.preemptions = s.preemptions;
+  if (status == RequestStatus::kOk) {
+    const double arrival = s.req->arrival_s;
+    metrics_.e2e.Observe(s.last_token_s - arrival);
+    metrics_.queue.Observe(s.scheduled_s - s.queued_s);
+    metrics_.prefill.Observe(s.first_token_s - s.scheduled_s);
+    metrics_.decode.Observe(s.last_token_s - s.first_token_s);
+    metrics_.inference.Observe(s.last_token_s - s.scheduled_s);
+    if (s.generated > 1) {
+      metrics_.tpot.Observe((s.last_token_s - s.first_token_s) /
+                            static_cast<double>(s.generated - 1));
+    }
+    metrics_.prompt_len.Observe(static_cast<double>(s.req->prompt_tokens));
+    metrics_.generation_len.Observe(static_cast<double>(s.generated));
+    if (s.capped)
+      ++metrics_.success_length;
+    else
+      ++metrics_.success_stop;
+  }
+  FreeSeq(s);
+  if (on_finish) on_finish(f);
+  delete &s;
+}
+
+// ---------------------------------------------------------------------------
+// Scheduling
+// ---------------------------------------------------------------------------
+
+double Replica::StartStep(double now) {
+  assert(!step_planned_);
+  if (running_.empty() && waiting_.empty()) return -1;
+  const int64_t run = DecodeRunLength();
+  if (run >= 2) {
+    // A run of decode steps: the batch and its growth are fixed until the first
+    // sequence finishes, so each step's time follows from the batch's context.
+    scheduled_.clear();
+    const int64_t batch = static_cast<int64_t>(running_.size());
+    int64_t context = 0;
+    for (const Seq* s : running_) context += s->num_computed;
+    run_ends_.resize(static_cast<size_t>(run));
+    run_durations_.resize(static_cast<size_t>(run));
+    double t = now;
+    for (int64_t j = 0; j < run; ++j) {
+      StepShape shape;
+      shape.tokens = batch;
+      shape.seqs = batch;
+      shape.logit_seqs = batch;
+      const int64_t ctx = context + batch * j;
+      shape.attention_pairs = static_cast<double>(ctx + batch);
+      shape.kv_tokens_read = ctx + batch;
+      const double d = cost_.StepTime(shape);
+      t += d;
+      run_durations_[static_cast<size_t>(j)] = d;
+      run_ends_[static_cast<size_t>(j)] = t;
+    }
+    run_next_ = 0;
+    run_steps_ = run;
+    step_planned_ = true;
+    step_start_ = now;
+    return run_ends_.back();
+  }
+  run_steps_ = 0;
+  return PlanSingleStep(now);
+}
+
+int64_t Replica::DecodeRunLength() const {
+  if (running_.empty()) return 0;
+  const int64_t batch = static_cast<int64_t>(running_.size());
+  if (batch > config_.max_num_batched_tokens) return 0;
+  if (!waiting_.empty() && batch < config_.max_num_seqs) return 0;
+  int64_t k = std::numeric_limits<int64_t>::max();
+  for (const Seq* s : running_) {
+    if (s->num_tokens - s->num_computed != 1) return 0;  // a prefill is in flight
+    k = std::min(k, s->target - s->generated);
+  }
+  k = std::min<int64_t>(k, 1 << 14);
+  // Largest run whose new blocks fit in the free pool (no preemption inside a run).
+  const int64_t bs = config_.block_size;
+  auto blocks_needed = [&](int64_t steps) {
+    int64_t need = 0;
+    for (const Seq* s : running_) {
+      const int64_t required = (s->num_computed + steps + bs - 1) / bs;
+      need += std::max<int64_t>(0, required - static_cast<int64_t>(s->blocks.size()));
+    }
+    return need;
+  };
+  const int64_t free = pool_->num_free();
+  if (blocks_needed(k) > free) {
+    int64_t lo = 0, hi = k;  // largest steps in [lo, hi] with need <= free
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (blocks_needed(mid) <= free)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    k = lo;
+  }
+  return k;
+}
+
+double Replica::PlanSingleStep(double now) {
+  static const std::vector<int32_t> kNoHits;
+  int64_t budget = config_.max_num_batched_tokens;
+  const int64_t threshold = config_.long_prefill_token_threshold;
+  scheduled_.clear();
+  bool preempted = false;
+  hit_scratch_.clear();
+
+  // RUNNING first (Scheduler.schedule: "First, schedule the RUNNING requests").
+  size_t i = 0;
+  while (i < running_.size() && budget > 0) {
+    Seq* s = running_[i];
+    int64_t num_new = s->num_tokens - s->num_computed;
+    if (threshold > 0 && num_new > threshold) num_new = threshold;
+    num_new = std::min(num_new, budget);
+    bool scheduled = true;
+    while (!TryAllocate(*s, num_new, kNoHits)) {
+      // Preempt the newest running request (FCFS policy: self.running.pop()).
+      Seq* victim = running_.back();
+      running_.pop_back();
+      Preempt(*victim);
+      preempted = true;
+      if (victim == s) {
+        scheduled = false;
+        break;
+      }
+    }
+    if (!scheduled) break;
+    scheduled_.push_back({s, num_new});
+    budget -= num_new;
+    ++i;
+  }
+
+  // WAITING next, unless this step preempted ("if not preempted_reqs").
+  if (!preempted) {
+    while (!waiting_.empty() && budget > 0) {
+      if (static_cast<int64_t>(running_.size()) >= config_.max_num_seqs) break;
+      Seq* s = waiting_.front();
+      int64_t hit_tokens = 0;
+      hit_scratch_.clear();
+      if (s->num_computed == 0) hit_tokens = LookupPrefix(*s, hit_scratch_);
+      int64_t num_new = s->num_tokens - s->num_computed - hit_tokens;
+      if (threshold > 0 && num_new > threshold) num_new = threshold;
+      // Without chunked prefill the whole prompt must fit: the queue stops here.
+      if (!config_.enable_chunked_prefill && num_new > budget) break;
+      num_new = std::min(num_new, budget);
+      if (!TryAllocate(*s, num_new, hit_scratch_)) break;
+      waiting_.pop_front();
+      running_.push_back(s);
+      if (s->num_cached < 0) {
+        s->num_cached = hit_tokens;
+        // Prometheus counts first lookups only (preempted requests are separate).
+        metrics_.prefix_cache_queries += static_cast<uint64_t>(s->num_tokens);
+        metrics_.prefix_cache_hits += static_cast<uint64_t>(hit_tokens);
+      }
+      if (s->scheduled_s < 0) s->scheduled_s = now;
+      scheduled_.push_back({s, num_new});
+      budget -= num_new;
+    }
+  }
+  hit_scratch_.clear();
+
+  if (scheduled_.empty()) return -1;
+  StepShape shape;
+  for (const Scheduled& sc : scheduled_) {
+    // Context is what was computed before this step (hits included).
+    const int64_t context = sc.seq->num_computed;
+    CostModel::AddSequence(shape, context, sc.num_new, context + sc.num_new >= sc.seq->num_tokens);
+  }
+  step_tokens_ = shape.tokens;
+  step_planned_ = true;
+  step_start_ = now;
+  step_end_ = now + cost_.StepTime(shape);
+  return step_end_;
+}
+
+double Replica::Interrupt(double t) {
+  assert(step_planned_);
+  if (run_steps_ == 0) return step_end_;
+  // Steps that ended by t are committed; the one in progress finishes; the rest
+  // of the run is dropped and will be re-planned.
+  int64_t done = run_next_;
+  while (done < run_steps_ - 1 && run_ends_[static_cast<size_t>(done)] <= t) ++done;
+  if (done > run_next_) CommitRunSteps(done - run_next_, nullptr);
+  run_steps_ = run_next_ + 1;
+  return run_ends_[static_cast<size_t>(run_next_)];
+}
+
+void Replica::CommitRunSteps(int64_t steps, const FinishFn* on_finish) {
+  const int64_t batch = static_cast<int64_t>(running_.size());
+  const int64_t bs = config_.block_size;
+  double max_d = 0;
+  for (int64_t j = 0; j < steps; ++j) {
+    const double d = run_durations_[static_cast<size_t>(run_next_ + j)];
+    max_d = std::max(max_d, d);
+    metrics_.itl.Observe(d, static_cast<uint64_t>(batch));
+  }
+  metrics_.iteration_tokens.Observe(static_cast<double>(batch), static_cast<uint64_t>(steps));
+  metrics_.generation_tokens += static_cast<uint64_t>(batch * steps);
+  steps_executed_ += steps;
+  const double end = run_ends_[static_cast<size_t>(run_next_ + steps - 1)];
+  run_next_ += steps;
+  bool any_finished = false;
+  for (Seq* s : running_) {
+    s->num_computed += steps;
+    s->generated += steps;
+    s->itl_sum_s += end - s->last_token_s;
+    s->itl_max_s = std::max(s->itl_max_s, max_d);
+    s->last_token_s = end;
+    const int64_t required = (s->num_computed + bs - 1) / bs;
+    while (static_cast<int64_t>(s->blocks.size()) < required) {
+      s->blocks.push_back(pool_->Allocate());
+    }
+    if (s->generated >= s->target)
+      any_finished = true;
+    else
+      s->num_tokens += steps;
+  }
+  if (any_finished) {
+    assert(on_finish != nullptr);
+    std::vector<Seq*> done;
+    auto it = std::stable_partition(running_.begin(), running_.end(),
+                                    [](const Seq* s) { return s->generated < s->target; });
+    done.assign(it, running_.end());
+    running_.erase(it, running_.end());
+    for (Seq* s : done) Finish(*s, RequestStatus::kOk, *on_finish);
+  }
+}
+
+void Replica::FinishStep(double now, const FinishFn& on_finish) {
+  assert(step_planned_);
+  step_planned_ = false;
+  if (run_steps_ > 0) {
+    CommitRunSteps(run_steps_ - run_next_, &on_finish);
+    run_steps_ = 0;
+    return;
+  }
+  ++steps_executed_;
+  metrics_.iteration_tokens.Observe(static_cast<double>(step_tokens_));
+  bool any_finished = false;
+  for (const Scheduled& sc : scheduled_) {
+    Seq* s = sc.seq;
+    s->num_computed += sc.num_new;
+    if (s->num_computed < s->num_tokens) continue;  // a prefill chunk: no token yet
+    ++s->generated;
+    ++metrics_.generation_tokens;
+    if (s->first_token_s < 0) {
+      s->first_token_s = now;
+      metrics_.ttft.Observe(now - s->req->arrival_s);
+      const int64_t cached = std::max<int64_t>(0, s->num_cached);
+      metrics_.prompt_tokens += static_cast<uint64_t>(s->req->prompt_tokens);
+      metrics_.prompt_tokens_cached += static_cast<uint64_t>(cached);
+      metrics_.prefill_kv_computed.Observe(static_cast<double>(s->req->prompt_tokens - cached));
+    } else {
+      const double itl = now - s->last_token_s;
+      s->itl_sum_s += itl;
+      s->itl_max_s = std::max(s->itl_max_s, itl);
+      metrics_.itl.Observe(itl);
+    }
+    s->last_token_s = now;
+    if (s->generated >= s->target)
+      any_finished = true;
+    else
+      ++s->num_tokens;
+  }
+  scheduled_.clear();
+  if (any_finished) {
+    auto it = std::stable_partition(running_.begin(), running_.end(),
+                                    [](const Seq* s) { return s->generated < s->target; });
+    std::vector<Seq*> done(it, running_.end());
+    running_.erase(it, running_.end());
+    for (Seq* s : done) Finish(*s, RequestStatus::kOk, on_finish);
+  }
+}
+
+Status Replica::CheckInvariants() const {
+  std::vector<int32_t> refs(static_cast<size_t>(pool_->size()), 0);
+  for (const Seq* s : running_) {
+    for (int32_t id : s->blocks) ++refs[static_cast<size_t>(id)];
+    if (s->num_computed > s->num_tokens) return Status::Internal("computed beyond tokens");
+    const int64_t need = (s->num_computed + config_.block_size - 1) / config_.block_size;
+    if (static_cast<int64_t>(s->blocks.size()) < need) {
+      return Status::Internal("running sequence has fewer blocks than its computed tokens");
+    }
+  }
+  for (const Seq* s : waiting_) {
+    if (!s->blocks.empty()) return Status::Internal("waiting sequence holds blocks");
+  }
+  return pool_->Check(refs);
+}
+
+}  // namespace ttft
