@@ -54,7 +54,7 @@ struct EngineConfig {
   CostParams cost;
   int block_size = 16;
   double gpu_memory_utilization = 0.9;
-  double non_kv_reserve_gb = 1.5;  // per GPU: activations, CUDA graphs, allocator slack
+  double non_kv_reserve_gb = 1.4;  // per GPU: activations, CUDA graphs, allocator slack
   int64_t num_gpu_blocks = 0;      // > 0 overrides the capacity derived from memory
   int64_t max_num_batched_tokens = 8192;
   int64_t max_num_seqs = 256;
@@ -162,6 +162,9 @@ class Replica {
   void SetSlowdown(double factor);
   // Empties the prefix cache (a restart). REQUIRES: idle().
   void ResetCache();
+  // Ends every request it holds with status kAborted at `now` (the run's time
+  // limit), dropping any planned step.
+  void AbortAll(double now, const FinishFn& on_finish);
 
   // Longest prefix of `block_hashes` present in the prefix cache, in blocks.
   // Approximate: binary search, exact when a chain's cached blocks form a prefix

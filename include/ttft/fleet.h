@@ -76,10 +76,10 @@ struct FleetEvent {
   std::vector<std::string> replicas;  // targets ("" list = all, for deploy_config)
   EngineConfig engine;                // deploy_config: the replica's new settings
   bool engine_set = false;
-  double factor = 1;                  // slow_replica
-  double multiplier = 1;              // tenant_traffic
-  ReplicaSpec new_replica;            // add_replica
-  std::string note;                   // free text, cited in outputs
+  double factor = 1;        // slow_replica
+  double multiplier = 1;    // tenant_traffic
+  ReplicaSpec new_replica;  // add_replica
+  std::string note;         // free text, cited in outputs
 };
 
 // What `ttft simulate` / `ttft drill` compare: a window before and after a change.
@@ -100,7 +100,7 @@ struct Scenario {
   double duration_s = 0;           // arrivals stop at duration_s; the run drains after
   double drain_limit_s = 600;      // stop waiting for stragglers after this
   double scrape_interval_s = 10;
-  std::string model_label;         // the span `model` label
+  std::string model_label;  // the span `model` label
   AnalysisSpec analysis;
 };
 
@@ -143,11 +143,12 @@ Result<SimulationResult> Simulate(const Scenario& scenario, SimulationSink& sink
 // Cross-field validation of a hand-built scenario.
 Status ValidateScenario(const Scenario& scenario);
 
-// Builds the exposition snapshot of one replica's metrics with vLLM v1 names,
-// labels `engine="0"`, `model_name`, plus the target labels `replica` and `region`
-// a Prometheus scrape of the fleet would attach.
-void AppendReplicaFamilies(const Replica& replica, const ReplicaSpec& spec,
-                           const std::string& model_name, std::vector<MetricFamily>& families);
+// Adds one replica's series to `families` (creating each family on first use, in
+// vLLM's order) with vLLM v1 names and buckets, labels `engine="0"` and
+// `model_name`, plus the target labels `region` and `replica` that a Prometheus
+// scrape of the fleet attaches.
+void AppendReplicaSeries(const Replica& replica, const ReplicaSpec& spec,
+                         const std::string& model_name, std::vector<MetricFamily>& families);
 
 }  // namespace ttft
 

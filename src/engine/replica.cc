@@ -266,6 +266,20 @@ void Replica::SetSlowdown(double factor) { cost_.set_slowdown(factor); }
 
 void Replica::ResetCache() { pool_->Clear(); }
 
+void Replica::AbortAll(double now, const FinishFn& on_finish) {
+  step_planned_ = false;
+  scheduled_.clear();
+  run_steps_ = 0;
+  std::vector<Seq*> all(running_.begin(), running_.end());
+  all.insert(all.end(), waiting_.begin(), waiting_.end());
+  running_.clear();
+  waiting_.clear();
+  for (Seq* s : all) {
+    s->last_token_s = std::max(s->last_token_s, now);
+    Finish(*s, RequestStatus::kAborted, on_finish);
+  }
+}
+
 void Replica::Enqueue(std::unique_ptr<Request> request, double now, const FinishFn& on_finish) {
   auto* s = new Seq();
   s->req = std::move(request);
