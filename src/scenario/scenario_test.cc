@@ -1,0 +1,339 @@
+// Tests for scenario parsing: the documented example round trip, and one test per
+// error class asserting the exact file:line: field in the message.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "ttft/scenario.h"
+
+namespace ttft {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The complete example in docs/scenarios.md, between the example markers.
+std::string DocumentedExample() {
+  std::ifstream in(std::string(TTFT_SOURCE_DIR) + "/docs/scenarios.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  const size_t begin = doc.find("<!-- example:begin -->\n```yaml\n");
+  const size_t end = doc.find("```\n<!-- example:end -->");
+  if (begin == std::string::npos || end == std::string::npos) return "";
+  const size_t start = begin + std::string("<!-- example:begin -->\n```yaml\n").size();
+  return doc.substr(start, end - start);
+}
+
+TEST(ScenarioTest, DocumentedExampleRoundTrip) {
+  const std::string text = DocumentedExample();
+  ASSERT_FALSE(text.empty()) << "example markers not found in docs/scenarios.md";
+  auto sc = ParseScenario(text, "example.yaml", ".");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->name, "seed-drill");
+  EXPECT_EQ(sc->source_path, "example.yaml");
+  EXPECT_THAT(sc->description, testing::HasSubstr("least-outstanding"));
+  EXPECT_EQ(sc->workload.seed, 7u);
+  EXPECT_EQ(sc->duration_s, 1800);
+  EXPECT_EQ(sc->workload.duration_s, 1800);
+  EXPECT_EQ(sc->drain_limit_s, 600);
+  EXPECT_EQ(sc->scrape_interval_s, 10);
+  EXPECT_EQ(sc->model_label, "llama-3.3-70b-fp8");
+  EXPECT_EQ(sc->router.kind, RouterSpec::Kind::kLeastOutstanding);
+
+  ASSERT_EQ(sc->replicas.size(), 3u);
+  EXPECT_EQ(sc->replicas[0].name, "rag-0");
+  EXPECT_EQ(sc->replicas[1].name, "rag-1");
+  EXPECT_EQ(sc->replicas[2].name, "batch");
+  EXPECT_EQ(sc->replicas[0].region, "us-east");
+  EXPECT_EQ(sc->replicas[0].pool, "rag");
+  EXPECT_EQ(sc->replicas[2].region, "us-west");
+  const EngineConfig& e = sc->replicas[0].engine;
+  EXPECT_EQ(e.hardware.model.name, "llama-3.3-70b");
+  EXPECT_EQ(e.hardware.gpu.name, "h100-sxm");
+  EXPECT_EQ(e.hardware.tp, 2);
+  EXPECT_EQ(e.hardware.weight_dtype, Dtype::kFp8);
+  EXPECT_EQ(e.hardware.kv_dtype, Dtype::kFp8);
+  EXPECT_EQ(e.block_size, 16);
+  EXPECT_EQ(e.max_num_batched_tokens, 8192);
+  EXPECT_EQ(e.max_num_seqs, 256);
+  EXPECT_EQ(e.max_model_len, 16384);
+  EXPECT_TRUE(e.enable_chunked_prefill);
+  EXPECT_EQ(e.deploy, "v1");
+  EXPECT_DOUBLE_EQ(e.cost.step_overhead_s, 0.0003);
+  EXPECT_EQ(sc->replicas[2].engine.max_num_seqs, 64);  // the entry overrides defaults
+  EXPECT_EQ(sc->workload.block_size, 16);
+
+  ASSERT_EQ(sc->workload.templates.size(), 1u);
+  const auto& t = sc->workload.templates[0];
+  ASSERT_EQ(t.versions.size(), 2u);
+  ASSERT_EQ(t.versions[0].segments.size(), 4u);
+  EXPECT_EQ(t.versions[0].segments[0].kind, SegmentKind::kStatic);
+  EXPECT_EQ(t.versions[0].segments[0].tokens.value, 5000);
+  EXPECT_EQ(t.versions[0].segments[1].kind, SegmentKind::kPerUser);
+  const auto& q = t.versions[0].segments[3].tokens;
+  EXPECT_EQ(q.kind, Distribution::Kind::kLognormal);
+  EXPECT_EQ(q.mean, 900);
+  EXPECT_EQ(q.cv, 0.6);
+  EXPECT_EQ(q.clamp_min, 16);
+  EXPECT_EQ(q.clamp_max, 8000);
+  EXPECT_EQ(t.versions[1].segments[0].name, "timestamp");
+
+  ASSERT_EQ(sc->workload.tenants.size(), 2u);
+  const auto& acme = sc->workload.tenants[0];
+  EXPECT_EQ(acme.arrivals.kind, ArrivalSpec::Kind::kGamma);
+  EXPECT_EQ(acme.arrivals.cv, 2);
+  EXPECT_EQ(acme.arrivals.rate_rps, 1.5);
+  EXPECT_EQ(acme.output_tokens.kind, Distribution::Kind::kUniform);
+  EXPECT_EQ(acme.users, 5000);
+  EXPECT_EQ(acme.pool, "rag");
+  const auto& globex = sc->workload.tenants[1];
+  EXPECT_EQ(globex.template_version, "v1");
+  ASSERT_EQ(globex.arrivals.pieces.size(), 2u);
+  EXPECT_EQ(globex.arrivals.pieces[1].from_s, 600);
+  EXPECT_EQ(globex.arrivals.pieces[1].rate_rps, 1.0);
+  EXPECT_EQ(globex.output_tokens.weights, (std::vector<double>{5, 3, 1}));
+  EXPECT_EQ(globex.cache_salt, "globex");
+
+  // Events sorted by at_s; deploy_template and tenant_traffic also feed the workload.
+  ASSERT_EQ(sc->events.size(), 6u);
+  EXPECT_EQ(sc->events[0].kind, EventKind::kSlowReplica);
+  EXPECT_EQ(sc->events[0].factor, 1.5);
+  EXPECT_EQ(sc->events[1].kind, EventKind::kDeployTemplate);
+  EXPECT_EQ(sc->events[1].note, "PR 1234");
+  EXPECT_EQ(sc->events[2].kind, EventKind::kDeployConfig);
+  EXPECT_TRUE(sc->events[2].engine_set);
+  EXPECT_EQ(sc->events[2].replicas, std::vector<std::string>{"rag-0"});
+  EXPECT_EQ(sc->events[2].engine.max_num_batched_tokens, 16384);
+  EXPECT_FALSE(sc->events[2].engine.enable_chunked_prefill);
+  EXPECT_EQ(sc->events[2].engine.deploy, "v2");
+  EXPECT_EQ(sc->events[2].engine.max_num_seqs, 256);  // the rest is the replica's own
+  EXPECT_EQ(sc->events[2].engine.hardware.tp, 2);
+  EXPECT_EQ(sc->events[3].kind, EventKind::kTenantTraffic);
+  EXPECT_EQ(sc->events[4].kind, EventKind::kAddReplica);
+  EXPECT_EQ(sc->events[4].new_replica.name, "rag-2");
+  EXPECT_EQ(sc->events[4].new_replica.engine.hardware.tp, 2);
+  EXPECT_EQ(sc->events[5].kind, EventKind::kDrainReplica);
+  EXPECT_EQ(sc->events[5].replicas, std::vector<std::string>{"batch"});
+  ASSERT_EQ(sc->workload.template_switches.size(), 1u);
+  EXPECT_EQ(sc->workload.template_switches[0].version, "v2");
+  EXPECT_EQ(sc->workload.template_switches[0].at_s, 900);
+  ASSERT_EQ(sc->workload.traffic_changes.size(), 1u);
+  EXPECT_EQ(sc->workload.traffic_changes[0].multiplier, 2);
+
+  EXPECT_EQ(sc->analysis.change_at_s, 900);
+  EXPECT_EQ(sc->analysis.window_s, 600);
+  EXPECT_EQ(sc->analysis.warmup_s, 120);
+
+  // The workload it describes generates requests.
+  auto src = RequestSource::Create(sc->workload);
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  Request r;
+  auto more = (*src)->Next(r);
+  ASSERT_TRUE(more.ok() && *more);
+}
+
+// A small valid scenario, edited by the error tests. Line numbers matter below.
+constexpr const char* kBase = R"(name: t
+duration_s: 60
+defaults: {model: llama-3.1-8b, gpu: h100-sxm}
+replicas:
+  - {name: r, count: 2}
+templates:
+  - name: app
+    versions:
+      - version: v1
+        segments:
+          - {name: sys, kind: static, tokens: 100}
+tenants:
+  - {name: acme, template: app, rate_rps: 1}
+)";
+
+std::string ErrorOf(const std::string& text) {
+  auto sc = ParseScenario(text, "s.yaml", ".");
+  if (sc.ok()) return "(parsed fine)";
+  return sc.status().message();
+}
+
+TEST(ScenarioTest, BaseParses) {
+  auto sc = ParseScenario(kBase, "s.yaml", ".");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->model_label, "llama-3.1-8b");
+  EXPECT_EQ(sc->workload.tenants[0].output_tokens.value, 256);
+  EXPECT_EQ(sc->replicas.size(), 2u);
+}
+
+// An override in one replica entry must not leak into the next one's defaults.
+TEST(ScenarioTest, OverridesDoNotLeakBetweenReplicas) {
+  auto sc = ParseScenario(
+      std::string(kBase).replace(std::string(kBase).find("  - {name: r, count: 2}"), 23,
+                                 "  - {name: a, max_num_seqs: 8}\n"
+                                 "  - {name: b}"),
+      "s.yaml", ".");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  ASSERT_EQ(sc->replicas.size(), 2u);
+  EXPECT_EQ(sc->replicas[0].engine.max_num_seqs, 8);
+  EXPECT_EQ(sc->replicas[1].engine.max_num_seqs, 256);
+}
+
+TEST(ScenarioTest, UnknownKeysWithSuggestion) {
+  EXPECT_EQ(ErrorOf(std::string(kBase) + "  - {name: b, template: app, rate_rsp: 1}\n"),
+            "s.yaml:14: tenants[1].rate_rsp: unknown key; did you mean \"rate_rps\"?");
+  EXPECT_EQ(ErrorOf(std::string(kBase) + "scrape_intervals: 5\n"),
+            "s.yaml:14: scrape_intervals: unknown key; did you mean \"scrape_interval_s\"?");
+  EXPECT_EQ(ErrorOf(std::string(kBase) + "zzz: 5\n"), "s.yaml:14: zzz: unknown key");
+  EXPECT_EQ(ErrorOf(std::string(kBase) + "name: again\n"), "s.yaml:14: name: duplicate key");
+}
+
+TEST(ScenarioTest, BadValuesNameLineAndField) {
+  std::string s = kBase;
+  EXPECT_EQ(ErrorOf(std::string(kBase).replace(s.find("rate_rps: 1"), 11, "rate_rps: -1")),
+            "s.yaml:13: tenants[0].rate_rps: must be > 0, got -1");
+  EXPECT_EQ(ErrorOf(std::string(kBase).replace(s.find("rate_rps: 1"), 11, "rate_rps: 0")),
+            "s.yaml:13: tenants[0].rate_rps: must be > 0, got 0");
+  EXPECT_EQ(ErrorOf(std::string(kBase).replace(s.find("duration_s: 60"), 14, "duration_s: 0")),
+            "s.yaml:2: duration_s: must be > 0, got 0");
+  EXPECT_EQ(ErrorOf(std::string(kBase).replace(s.find("duration_s: 60"), 14, "duration_s: x")),
+            "s.yaml:2: duration_s: expected a number, got x");
+  EXPECT_EQ(ErrorOf(std::string(kBase).replace(s.find("tokens: 100"), 11,
+                                               "tokens: {dist: lognormal, mean: 5}")),
+            "s.yaml:11: templates[0].versions[0].segments[0].tokens.cv: missing");
+  EXPECT_EQ(ErrorOf(std::string(kBase).replace(s.find("tokens: 100"), 11,
+                                               "tokens: {dist: lognorm, mean: 5}")),
+            "s.yaml:11: templates[0].versions[0].segments[0].tokens.dist: expected fixed, "
+            "uniform, lognormal or empirical; did you mean \"lognormal\"?, got lognorm");
+  EXPECT_EQ(ErrorOf(std::string(kBase).replace(s.find("kind: static"), 12, "kind: statik")),
+            "s.yaml:11: templates[0].versions[0].segments[0].kind: expected static, per_tenant, "
+            "per_user or per_request; did you mean \"static\"?, got statik");
+  EXPECT_EQ(ErrorOf(std::string(kBase) + "  - {name: b, template: app, rate_rps: "
+                                         "[{from_s: 0, rate_rps: 1}, {from_s: 0, rate_rps: 0}]}\n"),
+            "s.yaml:14: tenants[1].rate_rps[1].from_s: must be greater than the previous "
+            "piece's, got 0");
+  EXPECT_EQ(ErrorOf(std::string(kBase) + "  - {name: b, template: app, rate_rps: "
+                                         "[{from_s: 0, rate_rps: 0}, {from_s: 9, rate_rps: 2}]}\n"),
+            "(parsed fine)");  // zero is allowed in a piece
+}
+
+TEST(ScenarioTest, EngineErrorsPointAtTheSetting) {
+  std::string s = kBase;
+  EXPECT_EQ(ErrorOf(std::string(kBase).replace(s.find("count: 2}"), 9, "count: 2, tp: 3}")),
+            "s.yaml:5: replicas[0].tp: 3 does not divide llama-3.1-8b's 32 attention heads");
+  EXPECT_THAT(ErrorOf(std::string(kBase).replace(s.find("llama-3.1-8b"), 12, "llama-9")),
+              testing::StartsWith("s.yaml:3: defaults.model: unknown model 'llama-9'"));
+  EXPECT_THAT(ErrorOf(std::string(kBase).replace(s.find("h100-sxm"), 8, "h900")),
+              testing::StartsWith("s.yaml:3: defaults.gpu: unknown GPU 'h900'"));
+  // EngineConfig::Validate: chunked prefill off needs a budget >= max_model_len.
+  EXPECT_EQ(ErrorOf(std::string(kBase).replace(
+                s.find("count: 2}"), 9,
+                "count: 2, enable_chunked_prefill: false,\n     max_num_batched_tokens: 2048}")),
+            "s.yaml:6: replicas[0].max_num_batched_tokens: 2048 is smaller than max_model_len "
+            "8192; with chunked prefill disabled every prompt must fit one step");
+  // KvCapacityBlocks: too little memory for one max_model_len request.
+  EXPECT_THAT(
+      ErrorOf(std::string(kBase).replace(s.find("count: 2}"), 9, "count: 2, num_gpu_blocks: 10}")),
+      testing::StartsWith("s.yaml:5: replicas[0].max_model_len: KV cache holds 10 blocks"));
+  EXPECT_EQ(ErrorOf(std::string(kBase) + "events: [{at_s: 1, kind: add_replica, "
+                                         "replica: {name: x, block_size: 32}}]\n"),
+            "s.yaml:14: events[0].replica.block_size: 32 differs from replicas[0]'s 16; all "
+            "replicas must share one block size");
+}
+
+TEST(ScenarioTest, EventErrors) {
+  const std::string b = kBase;
+  EXPECT_EQ(ErrorOf(b + "events:\n  - {at_s: 5, kind: drain_replica, replica: r-7}\n"),
+            "s.yaml:15: events[0].replica: unknown replica \"r-7\"; did you mean \"r-0\"?");
+  EXPECT_EQ(ErrorOf(b + "events:\n  - {at_s: 5, kind: tenant_traffic, tenant: nobody, "
+                        "multiplier: 2}\n"),
+            "s.yaml:15: events[0].tenant: unknown tenant \"nobody\"");
+  EXPECT_EQ(ErrorOf(b + "events:\n  - {at_s: 5, kind: deploy_template, template: app, "
+                        "version: v3}\n"),
+            "s.yaml:15: events[0].version: template \"app\" has no version \"v3\"");
+  EXPECT_EQ(ErrorOf(b + "events:\n  - {at_s: 5, kind: deploy_templat, template: app}\n"),
+            "s.yaml:15: events[0].kind: unknown event kind; did you mean \"deploy_template\"?, "
+            "got deploy_templat");
+  EXPECT_EQ(ErrorOf(b + "events:\n  - {at_s: 5, kind: deploy_config, tp: 2}\n"),
+            "s.yaml:15: events[0].tp: cannot change in deploy_config (it changes KV capacity or "
+            "hardware; use add_replica)");
+  EXPECT_EQ(ErrorOf(b + "events:\n  - {at_s: 5, kind: drain_replica, replica: x}\n"
+                        "  - {at_s: 9, kind: add_replica, replica: {name: x}}\n"),
+            "s.yaml:15: events[0].replica: replica \"x\" is added only at 9 s");
+  EXPECT_EQ(ErrorOf(b + "events:\n  - {at_s: 5, kind: slow_replica, replica: r-0, factor: 0}\n"),
+            "s.yaml:15: events[0].factor: must be > 0, got 0");
+}
+
+TEST(ScenarioTest, EventsSortedAndDeployConfigExpanded) {
+  auto sc = ParseScenario(std::string(kBase) +
+                              "events:\n"
+                              "  - {at_s: 30, kind: deploy_config, max_num_seqs: 8}\n"
+                              "  - {at_s: 10, kind: deploy_config, replicas: [r], deploy: v2}\n"
+                              "  - {at_s: 30, kind: restart_replica, replica: r-1}\n",
+                          "s.yaml", ".");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  ASSERT_EQ(sc->events.size(), 5u);
+  // The group name "r" targets r-0 and r-1, one event each.
+  EXPECT_EQ(sc->events[0].at_s, 10);
+  EXPECT_EQ(sc->events[0].replicas, std::vector<std::string>{"r-0"});
+  EXPECT_EQ(sc->events[1].replicas, std::vector<std::string>{"r-1"});
+  EXPECT_EQ(sc->events[1].engine.deploy, "v2");
+  // At 30 s: all replicas; the second deploy_config builds on the first.
+  EXPECT_EQ(sc->events[2].engine.max_num_seqs, 8);
+  EXPECT_EQ(sc->events[2].engine.deploy, "v2");
+  EXPECT_EQ(sc->events[4].kind, EventKind::kRestartReplica);  // stable at equal times
+}
+
+TEST(ScenarioTest, MalformedYamlReportsLine) {
+  EXPECT_THAT(ErrorOf("name: t\nduration_s: [1, 2\n"),
+              testing::StartsWith("s.yaml:3: invalid YAML"));
+  EXPECT_THAT(ErrorOf("name: t\n  bad: indent\n"), testing::StartsWith("s.yaml:2: invalid YAML"));
+  EXPECT_EQ(ErrorOf(""), "s.yaml:1: (top level): expected a map, got nothing");
+  EXPECT_EQ(ErrorOf("- 1\n- 2\n"), "s.yaml:1: (top level): expected a map, got a list");
+  EXPECT_EQ(ErrorOf(std::string(200, '[')), "s.yaml: nested too deeply");
+  EXPECT_EQ(ErrorOf("name: t\n"), "s.yaml:1: duration_s: missing");
+}
+
+TEST(ScenarioTest, TracesResolveRelativeToTheScenarioFile) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ttft_scenario_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "traces");
+  std::ofstream(dir / "traces" / "t.jsonl")
+      << R"({"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]})"
+      << "\n";
+  const std::string yaml =
+      std::string(kBase) + "traces:\n  - {format: mooncake, path: traces/t.jsonl, tenant: mc}\n";
+  std::ofstream(dir / "s.yaml") << yaml;
+  auto sc = LoadScenario((dir / "s.yaml").string());
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  ASSERT_EQ(sc->workload.traces.size(), 1u);
+  EXPECT_EQ(sc->workload.traces[0].path, (dir / "traces" / "t.jsonl").string());
+  auto src = RequestSource::Create(sc->workload);
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  EXPECT_EQ((*src)->tenant_names(), (std::vector<std::string>{"acme", "mc"}));
+
+  std::ofstream(dir / "s.yaml") << std::string(kBase) +
+                                       "traces:\n  - {format: mooncake, path: nope.jsonl}\n";
+  sc = LoadScenario((dir / "s.yaml").string());
+  ASSERT_FALSE(sc.ok());
+  EXPECT_EQ(sc.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(sc.status().message(), (dir / "s.yaml").string() +
+                                       ":15: traces[0].path: no such file \"" +
+                                       (dir / "nope.jsonl").string() + "\"");
+  fs::remove_all(dir);
+
+  auto missing = LoadScenario((dir / "absent.yaml").string());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TEST(ScenarioTest, BuiltinScenariosParse) {
+  for (const auto& name : BuiltinScenarioNames()) {
+    auto sc = BuiltinScenario(name);
+    EXPECT_TRUE(sc.ok() || sc.status().code() == StatusCode::kNotFound)
+        << name << ": " << sc.status().ToString();
+  }
+  EXPECT_EQ(BuiltinScenario("no-such-scenario").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace ttft
