@@ -1,0 +1,975 @@
+// Span readers: ttft JSONL (simdjson On-Demand), CSV, OTLP/JSON traces and the
+// flattened span-sink lines, behind one chunked, bounded-memory line driver
+// (ttft/telemetry.h, docs/telemetry.md).
+#include <fmt/format.h>
+#include <simdjson.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <unordered_set>
+
+#include "telemetry/input_stream.h"
+#include "ttft/telemetry.h"
+
+namespace ttft {
+namespace {
+
+namespace od = simdjson::ondemand;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The span JSONL keys, in the order SpanJsonlWriter writes them.
+enum Field : int {
+  kRequestId,
+  kArrival,
+  kQueue,
+  kPrefill,
+  kFrontEnd,
+  kTtft,
+  kDecode,
+  kE2e,
+  kItlMean,
+  kItlMax,
+  kPromptTokens,
+  kCachedTokens,
+  kOutputTokens,
+  kPreemptions,
+  kStatus,
+  kReplica,
+  kRegion,
+  kTenant,
+  kModel,
+  kTemplate,
+  kDeploy,
+  kNumFields
+};
+constexpr std::string_view kFieldNames[kNumFields] = {
+    "request_id",    "arrival_s",   "queue_s",    "prefill_s", "front_end_s",   "ttft_s",
+    "decode_s",      "e2e_s",       "itl_mean_s", "itl_max_s", "prompt_tokens", "cached_tokens",
+    "output_tokens", "preemptions", "status",     "replica",   "region",        "tenant",
+    "model",         "template",    "deploy"};
+
+bool IsDouble(int f) { return f >= kArrival && f <= kItlMax; }
+bool IsInt(int f) { return f >= kPromptTokens && f <= kPreemptions; }
+
+double* DoubleSlot(SpanRecord& r, int f) {
+  switch (f) {
+    case kArrival: return &r.arrival_s;
+    case kQueue: return &r.queue_s;
+    case kPrefill: return &r.prefill_s;
+    case kFrontEnd: return &r.front_end_s;
+    case kTtft: return &r.ttft_s;
+    case kDecode: return &r.decode_s;
+    case kE2e: return &r.e2e_s;
+    case kItlMean: return &r.itl_mean_s;
+    default: return &r.itl_max_s;
+  }
+}
+void SetInt(SpanRecord& r, int f, int64_t v) {
+  switch (f) {
+    case kPromptTokens: r.prompt_tokens = v; break;
+    case kCachedTokens: r.cached_tokens = v; break;
+    case kOutputTokens: r.output_tokens = v; break;
+    default: r.preemptions = static_cast<int32_t>(std::clamp<int64_t>(v, -1, INT32_MAX));
+  }
+}
+
+// Source field name -> span field, with the unit scale. Lookup tries the field
+// expected next (files from our writer hit every time) before a linear scan.
+class FieldTable {
+ public:
+  explicit FieldTable(const ColumnMap& map) {
+    for (int f = 0; f < kNumFields; ++f) entries_.push_back({std::string(kFieldNames[f]), f, 1.0});
+    for (const ColumnMap::Entry& e : map.entries) {
+      for (auto& entry : entries_) {
+        if (kFieldNames[entry.field] == e.target) {
+          entry.source = e.source;
+          entry.scale = e.scale;
+        }
+      }
+    }
+  }
+  // Index into entries(), or -1.
+  int Lookup(std::string_view key, size_t& cursor) const {
+    if (cursor < entries_.size() && entries_[cursor].source == key)
+      return static_cast<int>(cursor++);
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (entries_[i].source == key) {
+        cursor = i + 1;
+        return static_cast<int>(i);
+      }
+    }
+    return -1;
+  }
+  struct Entry {
+    std::string source;
+    int field;
+    double scale;
+  };
+  const Entry& entry(int i) const { return entries_[static_cast<size_t>(i)]; }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+bool IsBlank(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
+}
+
+bool LooksNonFinite(std::string_view s) {
+  return s == "NaN" || s == "nan" || s == "-NaN" || s == "Infinity" || s == "-Infinity" ||
+         s == "inf" || s == "-inf" || s == "+Inf" || s == "-Inf" || s == "Inf" || s == "+inf";
+}
+
+// State shared by the record-level parsers: the sink, the report, duplicate
+// detection, strictness and the unit heuristics.
+class RecordContext {
+ public:
+  RecordContext(std::string_view source, const SpanReadOptions& options, SpanSink& sink,
+                ReadReport& report)
+      : source_(source), options_(options), sink_(sink), report_(report) {}
+
+  Status Bad(int64_t line, std::string_view category, std::string reason) {
+    report_.Skip(source_, line, category, reason);
+    if (options_.strict) {
+      return Status::DataError(fmt::format("{}:{}: {}", source_, line, reason));
+    }
+    return Status::Ok();
+  }
+  void Ignore() { ++report_.records_ignored; }
+
+  // Validates and emits one record. `ttft_present`: the key was there (null allowed
+  // for requests that did not finish normally).
+  Status Emit(SpanRecord& r, int64_t line, bool ttft_present) {
+    if (!ttft_present) return Bad(line, "missing field", "missing field ttft_s");
+    if (std::isnan(r.ttft_s) && r.status == RequestStatus::kOk) {
+      return Bad(line, "missing field", "ttft_s is null for a request with status ok");
+    }
+    std::string why = ValidateSpan(r);
+    if (!why.empty()) {
+      std::string_view category = why.starts_with("negative duration") ? "negative duration"
+                                  : why.find("milliseconds") != std::string::npos
+                                      ? "unit (ms in seconds field)"
+                                  : why.find("clock skew") != std::string::npos ? "ttft < queue"
+                                                                                : "invalid value";
+      return Bad(line, category, std::move(why));
+    }
+    if (options_.detect_duplicates && !r.request_id.empty()) {
+      const uint64_t h = XXH3_64bits(r.request_id.data(), r.request_id.size());
+      if (!seen_ids_.insert(h).second) {
+        return Bad(line, "duplicate request_id",
+                   fmt::format("duplicate request_id '{}'", r.request_id));
+      }
+    }
+    if (!std::isnan(r.ttft_s)) {
+      ++with_ttft_;
+      if (r.ttft_s > 30) ++ttft_over_30s_;
+    }
+    sink_.Add(r);
+    ++report_.records_read;
+    return Status::Ok();
+  }
+
+  // File-level checks once the input is consumed.
+  Status Finish() {
+    if (with_ttft_ >= 3 && ttft_over_30s_ * 2 > with_ttft_) {
+      std::string w = fmt::format(
+          "{}: {} of {} spans have ttft_s > 30 s: the field looks like milliseconds "
+          "(use --columns ttft_s=FIELD:ms)",
+          source_, ttft_over_30s_, with_ttft_);
+      if (options_.strict) return Status::DataError(w);
+      report_.warnings.push_back(std::move(w));
+    }
+    return Status::Ok();
+  }
+
+  const SpanReadOptions& options() const { return options_; }
+  std::string_view source() const { return source_; }
+
+ private:
+  std::string source_;
+  const SpanReadOptions& options_;
+  SpanSink& sink_;
+  ReadReport& report_;
+  std::unordered_set<uint64_t> seen_ids_;
+  int64_t with_ttft_ = 0;
+  int64_t ttft_over_30s_ = 0;
+};
+
+// Parses complete lines. `capacity` bytes from `p` are readable (>= len + padding).
+class LineParser {
+ public:
+  virtual ~LineParser() = default;
+  virtual Status ParseLine(const char* p, size_t len, size_t capacity, int64_t line,
+                           bool unterminated) = 0;
+  virtual Status Finish() = 0;
+};
+
+std::string JsonErrorReason(simdjson::error_code e, bool unterminated, std::string_view text) {
+  std::string reason = unterminated
+                           ? fmt::format("truncated record at end of input (no newline): {}",
+                                         simdjson::error_message(e))
+                           : fmt::format("malformed JSON: {}", simdjson::error_message(e));
+  if (text.find("NaN") != std::string_view::npos ||
+      text.find("Infinity") != std::string_view::npos) {
+    reason += " (NaN/Infinity are not JSON; write null for a missing value)";
+  }
+  return reason;
+}
+
+// ---------------------------------------------------------------------------
+// ttft span JSONL, On-Demand: one pass over each object's fields, no DOM.
+// ---------------------------------------------------------------------------
+class JsonlParser final : public LineParser {
+ public:
+  explicit JsonlParser(RecordContext& ctx) : ctx_(ctx), fields_(ctx.options().columns) {}
+
+  Status ParseLine(const char* p, size_t len, size_t capacity, int64_t line,
+                   bool unterminated) override {
+    if (IsBlank(std::string_view(p, len))) return Status::Ok();
+    SpanRecord r;
+    std::string err;
+    bool ttft_present = false;
+    const simdjson::error_code e = ParseObject(p, len, capacity, r, ttft_present, err);
+    if (e != simdjson::SUCCESS) {
+      return ctx_.Bad(line, unterminated ? "truncated record" : "malformed json",
+                      JsonErrorReason(e, unterminated, std::string_view(p, len)));
+    }
+    if (!err.empty()) return ctx_.Bad(line, "invalid value", std::move(err));
+    return ctx_.Emit(r, line, ttft_present);
+  }
+  Status Finish() override { return ctx_.Finish(); }
+
+ private:
+  simdjson::error_code ParseObject(const char* p, size_t len, size_t capacity, SpanRecord& r,
+                                   bool& ttft_present, std::string& err) {
+    od::document doc;
+    auto e = parser_.iterate(p, len, capacity).get(doc);
+    if (e) return e;
+    od::object obj;
+    if ((e = doc.get_object().get(obj))) return e;
+    size_t cursor = 0;
+    for (auto field_result : obj) {
+      od::field field;
+      if ((e = std::move(field_result).get(field))) return e;
+      std::string_view key;
+      if ((e = field.unescaped_key().get(key))) return e;
+      const int idx = fields_.Lookup(key, cursor);
+      if (idx < 0) continue;  // unknown fields are ignored
+      const FieldTable::Entry& entry = fields_.entry(idx);
+      od::value v = field.value();
+      od::json_type type;
+      if ((e = v.type().get(type))) return e;
+      const int f = entry.field;
+      if (f == kTtft) ttft_present = true;
+      if (type == od::json_type::null) continue;  // missing: NaN / -1 / ""
+      if (IsDouble(f)) {
+        double d;
+        if (type == od::json_type::string) {
+          std::string_view s;
+          if ((e = v.get_string().get(s))) return e;
+          if (LooksNonFinite(s)) {
+            err = fmt::format("{} is {} (NaN/Infinity)", entry.source, s);
+          } else if (std::from_chars(s.data(), s.data() + s.size(), d).ec != std::errc()) {
+            err = fmt::format("{}: expected a number, got \"{}\"", entry.source, s);
+          } else {
+            *DoubleSlot(r, f) = d * entry.scale;
+          }
+          continue;
+        }
+        if ((e = v.get_double().get(d))) {
+          if (e == simdjson::INCORRECT_TYPE) {
+            err = fmt::format("{}: expected a number", entry.source);
+            continue;
+          }
+          return e;
+        }
+        *DoubleSlot(r, f) = d * entry.scale;
+      } else if (IsInt(f)) {
+        if (type != od::json_type::number) {
+          err = fmt::format("{}: expected an integer", entry.source);
+          continue;
+        }
+        int64_t i;
+        auto ie = v.get_int64().get(i);
+        if (ie) {
+          double d;
+          if ((e = v.get_double().get(d))) return e;
+          if (d != std::floor(d) || std::fabs(d) > 9e15) {
+            err = fmt::format("{}: expected an integer, got {}", entry.source, d);
+            continue;
+          }
+          i = static_cast<int64_t>(d);
+        }
+        SetInt(r, f, i);
+      } else {
+        std::string_view s;
+        if (type != od::json_type::string) {
+          err = fmt::format("{}: expected a string", entry.source);
+          continue;
+        }
+        if ((e = v.get_string().get(s))) return e;
+        if (f == kRequestId) {
+          r.request_id = s;
+        } else if (f == kStatus) {
+          auto st = ParseRequestStatus(s);
+          if (!st) {
+            err = fmt::format("status: unknown value \"{}\"", s);
+          } else {
+            r.status = *st;
+          }
+        } else {
+          r.labels[static_cast<size_t>(f - kReplica)] = s;
+        }
+      }
+    }
+    return simdjson::SUCCESS;
+  }
+
+  RecordContext& ctx_;
+  FieldTable fields_;
+  od::parser parser_;
+};
+
+// ---------------------------------------------------------------------------
+// CSV: a header row naming the columns, RFC 4180 quoting (no newlines in fields).
+// ---------------------------------------------------------------------------
+class CsvParser final : public LineParser {
+ public:
+  explicit CsvParser(RecordContext& ctx) : ctx_(ctx), fields_(ctx.options().columns) {}
+
+  Status ParseLine(const char* p, size_t len, size_t, int64_t line, bool unterminated) override {
+    std::string_view text(p, len);
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (IsBlank(text)) return Status::Ok();
+    cells_.clear();
+    if (!Split(text)) {
+      return ctx_.Bad(line, unterminated ? "truncated record" : "malformed csv",
+                      "malformed CSV: unbalanced quotes");
+    }
+    if (columns_.empty()) {
+      size_t cursor = 0;
+      for (const std::string& name : cells_) {
+        const int idx = fields_.Lookup(name, cursor);
+        columns_.push_back(idx);
+      }
+      ttft_column_ = false;
+      for (int c : columns_)
+        ttft_column_ = ttft_column_ || (c >= 0 && fields_.entry(c).field == kTtft);
+      return Status::Ok();
+    }
+    if (cells_.size() != columns_.size()) {
+      return ctx_.Bad(line, unterminated ? "truncated record" : "malformed csv",
+                      fmt::format("{}{} fields, header has {}",
+                                  unterminated ? "truncated record at end of input: " : "",
+                                  cells_.size(), columns_.size()));
+    }
+    SpanRecord r;
+    for (size_t c = 0; c < cells_.size(); ++c) {
+      if (columns_[c] < 0) continue;
+      const FieldTable::Entry& entry = fields_.entry(columns_[c]);
+      const std::string& cell = cells_[c];
+      const int f = entry.field;
+      if (cell.empty() || cell == "null") continue;
+      if (IsDouble(f) || IsInt(f)) {
+        if (LooksNonFinite(cell)) {
+          return ctx_.Bad(line, "invalid value",
+                          fmt::format("{} is {} (NaN/Infinity)", entry.source, cell));
+        }
+        double d;
+        auto res = std::from_chars(cell.data(), cell.data() + cell.size(), d);
+        if (res.ec != std::errc() || res.ptr != cell.data() + cell.size()) {
+          return ctx_.Bad(line, "invalid value",
+                          fmt::format("{}: expected a number, got \"{}\"", entry.source, cell));
+        }
+        if (IsDouble(f)) {
+          *DoubleSlot(r, f) = d * entry.scale;
+        } else {
+          if (d != std::floor(d) || std::fabs(d) > 9e15) {
+            return ctx_.Bad(line, "invalid value",
+                            fmt::format("{}: expected an integer, got \"{}\"", entry.source, cell));
+          }
+          SetInt(r, f, static_cast<int64_t>(d));
+        }
+      } else if (f == kRequestId) {
+        r.request_id = cell;
+      } else if (f == kStatus) {
+        auto st = ParseRequestStatus(cell);
+        if (!st) {
+          return ctx_.Bad(line, "invalid value", fmt::format("status: unknown value \"{}\"", cell));
+        }
+        r.status = *st;
+      } else {
+        r.labels[static_cast<size_t>(f - kReplica)] = cell;
+      }
+    }
+    return ctx_.Emit(r, line, ttft_column_);
+  }
+  Status Finish() override { return ctx_.Finish(); }
+
+ private:
+  bool Split(std::string_view s) {
+    std::string cell;
+    size_t i = 0;
+    for (;;) {
+      cell.clear();
+      if (i < s.size() && s[i] == '"') {
+        ++i;
+        for (;;) {
+          if (i >= s.size()) return false;
+          if (s[i] == '"') {
+            if (i + 1 < s.size() && s[i + 1] == '"') {
+              cell.push_back('"');
+              i += 2;
+              continue;
+            }
+            ++i;
+            break;
+          }
+          cell.push_back(s[i++]);
+        }
+        if (i < s.size() && s[i] != ',') return false;
+      } else {
+        const size_t comma = s.find(',', i);
+        const size_t end = comma == std::string_view::npos ? s.size() : comma;
+        cell.assign(s.substr(i, end - i));
+        while (!cell.empty() && cell.back() == ' ') cell.pop_back();
+        while (!cell.empty() && cell.front() == ' ') cell.erase(0, 1);
+        i = end;
+      }
+      cells_.push_back(cell);
+      if (i >= s.size()) return true;
+      ++i;  // the comma
+    }
+  }
+
+  RecordContext& ctx_;
+  FieldTable fields_;
+  std::vector<int> columns_;
+  std::vector<std::string> cells_;
+  bool ttft_column_ = false;
+};
+
+// ---------------------------------------------------------------------------
+// OTLP/JSON traces and span-sink lines (DOM: documents are nested and small).
+// ---------------------------------------------------------------------------
+
+// An attribute value, whatever its JSON spelling.
+struct AttrValue {
+  enum Kind { kNone, kString, kInt, kDouble, kBool } kind = kNone;
+  std::string_view s;
+  int64_t i = 0;
+  double d = 0;
+  bool b = false;
+};
+
+// Numbers may arrive as JSON numbers or decimal strings (OTLP int64 rule).
+bool ElementToDouble(simdjson::dom::element el, double& out, std::string& err) {
+  if (el.is_string()) {
+    std::string_view s = el.get_string().value_unsafe();
+    if (LooksNonFinite(s)) {
+      err = fmt::format("NaN/Infinity (\"{}\")", s);
+      return false;
+    }
+    if (std::from_chars(s.data(), s.data() + s.size(), out).ec != std::errc()) {
+      err = fmt::format("expected a number, got \"{}\"", s);
+      return false;
+    }
+    return true;
+  }
+  if (el.is_number()) {
+    double d;
+    if (el.get_double().get(d) == simdjson::SUCCESS) {
+      out = d;
+      return true;
+    }
+  }
+  err = "expected a number";
+  return false;
+}
+
+bool ElementToInt(simdjson::dom::element el, int64_t& out, std::string& err) {
+  if (el.is_int64()) {
+    out = el.get_int64().value_unsafe();
+    return true;
+  }
+  if (el.is_uint64()) {
+    out = static_cast<int64_t>(std::min<uint64_t>(el.get_uint64().value_unsafe(), INT64_MAX));
+    return true;
+  }
+  double d;
+  if (!ElementToDouble(el, d, err)) return false;
+  if (d != std::floor(d) || std::fabs(d) > 9.2e18) {
+    err = fmt::format("expected an integer, got {}", d);
+    return false;
+  }
+  out = static_cast<int64_t>(d);
+  return true;
+}
+
+// Unix nanoseconds (string or number) -> seconds, keeping sub-microsecond precision.
+bool NanosToSeconds(simdjson::dom::element el, double& out) {
+  uint64_t ns = 0;
+  if (el.is_string()) {
+    std::string_view s = el.get_string().value_unsafe();
+    if (std::from_chars(s.data(), s.data() + s.size(), ns).ec != std::errc()) return false;
+  } else if (el.is_uint64()) {
+    ns = el.get_uint64().value_unsafe();
+  } else if (el.is_int64()) {
+    const int64_t v = el.get_int64().value_unsafe();
+    if (v < 0) return false;
+    ns = static_cast<uint64_t>(v);
+  } else if (el.is_double()) {
+    const double d = el.get_double().value_unsafe();
+    if (!(d >= 0) || d > 1.8e19) return false;
+    out = d / 1e9;
+    return true;
+  } else {
+    return false;
+  }
+  out = static_cast<double>(ns / 1000000000ULL) + static_cast<double>(ns % 1000000000ULL) / 1e9;
+  return true;
+}
+
+// The OTLP AnyValue object: {"stringValue": ..} | {"intValue": ..} | ...
+AttrValue OtlpValue(simdjson::dom::element v, std::string& err) {
+  AttrValue out;
+  simdjson::dom::object obj;
+  if (v.get_object().get(obj)) return out;
+  for (auto [k, el] : obj) {
+    if (k == "stringValue" && el.is_string()) {
+      out.kind = AttrValue::kString;
+      out.s = el.get_string().value_unsafe();
+    } else if (k == "intValue") {
+      if (ElementToInt(el, out.i, err)) out.kind = AttrValue::kInt;
+    } else if (k == "doubleValue") {
+      if (ElementToDouble(el, out.d, err)) out.kind = AttrValue::kDouble;
+    } else if (k == "boolValue" && el.is_bool()) {
+      out.kind = AttrValue::kBool;
+      out.b = el.get_bool().value_unsafe();
+    }
+  }
+  return out;
+}
+
+// A flattened attribute value (span-sink lines): a JSON scalar.
+AttrValue FlatValue(simdjson::dom::element el, std::string& err) {
+  AttrValue out;
+  if (el.is_string()) {
+    out.kind = AttrValue::kString;
+    out.s = el.get_string().value_unsafe();
+  } else if (el.is_int64() || el.is_uint64()) {
+    if (ElementToInt(el, out.i, err)) out.kind = AttrValue::kInt;
+  } else if (el.is_double()) {
+    out.kind = AttrValue::kDouble;
+    out.d = el.get_double().value_unsafe();
+  } else if (el.is_bool()) {
+    out.kind = AttrValue::kBool;
+    out.b = el.get_bool().value_unsafe();
+  }
+  return out;
+}
+
+bool AsDouble(const AttrValue& v, double& d) {
+  if (v.kind == AttrValue::kDouble) {
+    d = v.d;
+  } else if (v.kind == AttrValue::kInt) {
+    d = static_cast<double>(v.i);
+  } else if (v.kind == AttrValue::kString) {
+    if (LooksNonFinite(v.s)) return false;
+    return std::from_chars(v.s.data(), v.s.data() + v.s.size(), d).ec == std::errc();
+  } else {
+    return false;
+  }
+  return true;
+}
+bool AsInt(const AttrValue& v, int64_t& i) {
+  double d;
+  if (v.kind == AttrValue::kInt) {
+    i = v.i;
+    return true;
+  }
+  if (!AsDouble(v, d) || d != std::floor(d)) return false;
+  i = static_cast<int64_t>(d);
+  return true;
+}
+
+// Mapping of vLLM llm_request attributes and OTel GenAI names (docs/telemetry.md).
+struct RequestBuilder {
+  SpanRecord r;
+  bool is_request = false;
+  bool ttft_present = false;
+  int replica_rank = 99;  // lower wins: service.instance.id < k8s.pod.name < host.name
+  std::string error;
+
+  void Attribute(std::string_view key, const AttrValue& v, bool resource) {
+    if (!error.empty() || v.kind == AttrValue::kNone) return;
+    if (key == "service.instance.id" || key == "k8s.pod.name" || key == "host.name") {
+      const int rank = key == "service.instance.id" ? 0 : key == "k8s.pod.name" ? 1 : 2;
+      if (v.kind == AttrValue::kString && rank < replica_rank) {
+        replica_rank = rank;
+        r.labels[static_cast<size_t>(SpanLabel::kReplica)] = v.s;
+      }
+      return;
+    }
+    if (key == "cloud.region") {
+      if (v.kind == AttrValue::kString) r.labels[static_cast<size_t>(SpanLabel::kRegion)] = v.s;
+      return;
+    }
+    if (resource || !key.starts_with("gen_ai.")) return;
+    double* slot = nullptr;
+    if (key == "gen_ai.latency.time_to_first_token") {
+      slot = &r.ttft_s;
+      ttft_present = true;
+    } else if (key == "gen_ai.latency.time_in_queue") {
+      slot = &r.queue_s;
+    } else if (key == "gen_ai.latency.time_in_model_prefill") {
+      slot = &r.prefill_s;
+    } else if (key == "gen_ai.latency.time_in_model_decode") {
+      slot = &r.decode_s;
+    } else if (key == "gen_ai.latency.e2e") {
+      slot = &r.e2e_s;
+    }
+    if (key.starts_with("gen_ai.latency.")) is_request = true;
+    if (slot != nullptr) {
+      if (!AsDouble(v, *slot)) error = fmt::format("{}: not a finite number", key);
+      return;
+    }
+    int64_t* islot = nullptr;
+    if (key == "gen_ai.usage.prompt_tokens" || key == "gen_ai.usage.input_tokens") {
+      islot = &r.prompt_tokens;
+    } else if (key == "gen_ai.usage.completion_tokens" || key == "gen_ai.usage.output_tokens") {
+      islot = &r.output_tokens;
+    } else if (key == "gen_ai.usage.cache_read.input_tokens" ||
+               key == "gen_ai.usage.cached_tokens") {
+      islot = &r.cached_tokens;
+    }
+    if (islot != nullptr) {
+      if (!AsInt(v, *islot)) error = fmt::format("{}: not an integer", key);
+      return;
+    }
+    if (v.kind != AttrValue::kString) return;
+    if (key == "gen_ai.request.id") {
+      r.request_id = v.s;
+    } else if (key == "gen_ai.response.model" ||
+               (key == "gen_ai.request.model" && r.labels[3].empty())) {
+      r.labels[static_cast<size_t>(SpanLabel::kModel)] = v.s;
+    } else if (key == "gen_ai.response.finish_reasons") {
+      if (v.s.find("abort") != std::string_view::npos) {
+        r.status = RequestStatus::kAborted;
+      } else if (v.s.find("error") != std::string_view::npos) {
+        r.status = RequestStatus::kError;
+      }
+    }
+  }
+
+  // Derived fields: vLLM's mean TPOT = decode / (output_tokens - 1).
+  void Finish() {
+    if (std::isnan(r.itl_mean_s) && !std::isnan(r.decode_s) && r.output_tokens >= 2) {
+      r.itl_mean_s = r.decode_s / static_cast<double>(r.output_tokens - 1);
+    }
+  }
+};
+
+class OtlpParser final : public LineParser {
+ public:
+  OtlpParser(RecordContext& ctx, bool sink_lines) : ctx_(ctx), sink_lines_(sink_lines) {}
+
+  Status ParseLine(const char* p, size_t len, size_t, int64_t line, bool unterminated) override {
+    std::string_view text(p, len);
+    if (whole_document_) {
+      document_.append(text);
+      document_.push_back('\n');
+      return Status::Ok();
+    }
+    if (IsBlank(text)) return Status::Ok();
+    simdjson::dom::element doc;
+    auto e = parser_.parse(p, len).get(doc);
+    if (e) {
+      // A pretty-printed document (the TracesData example) spans many lines: the
+      // first line alone does not parse, so read the rest as one document.
+      if (first_line_ && !unterminated && !sink_lines_) {
+        whole_document_ = true;
+        document_line_ = line;
+        document_.assign(text);
+        document_.push_back('\n');
+        return Status::Ok();
+      }
+      return ctx_.Bad(line, unterminated ? "truncated record" : "malformed json",
+                      JsonErrorReason(e, unterminated, text));
+    }
+    first_line_ = false;
+    return sink_lines_ ? SinkLine(doc, line) : Document(doc, line);
+  }
+
+  Status Finish() override {
+    if (whole_document_) {
+      simdjson::dom::element doc;
+      auto e = parser_.parse(document_).get(doc);
+      if (e) {
+        TTFT_RETURN_IF_ERROR(
+            ctx_.Bad(document_line_, "malformed json", JsonErrorReason(e, false, document_)));
+      } else {
+        TTFT_RETURN_IF_ERROR(Document(doc, document_line_));
+      }
+    }
+    return ctx_.Finish();
+  }
+
+ private:
+  // {"resourceSpans":[{"resource":{"attributes":[..]},"scopeSpans":[{"spans":[..]}]}]}
+  Status Document(simdjson::dom::element doc, int64_t line) {
+    simdjson::dom::array resource_spans;
+    if (doc["resourceSpans"].get(resource_spans) && doc["resource_spans"].get(resource_spans)) {
+      return ctx_.Bad(line, "not otlp", "not an OTLP traces object (no resourceSpans array)");
+    }
+    for (simdjson::dom::element rs : resource_spans) {
+      RequestBuilder resource;
+      simdjson::dom::array attrs;
+      if (!rs["resource"]["attributes"].get(attrs)) {
+        ApplyOtlpAttributes(attrs, resource, /*resource=*/true);
+      }
+      for (std::string_view scope_key :
+           {"scopeSpans", "instrumentationLibrarySpans", "scope_spans"}) {
+        simdjson::dom::array scopes;
+        if (rs[scope_key].get(scopes)) continue;
+        for (simdjson::dom::element scope : scopes) {
+          simdjson::dom::array spans;
+          if (scope["spans"].get(spans)) continue;
+          for (simdjson::dom::element span : spans) {
+            TTFT_RETURN_IF_ERROR(OtlpSpan(span, resource, line));
+          }
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  void ApplyOtlpAttributes(simdjson::dom::array attrs, RequestBuilder& b, bool resource) {
+    for (simdjson::dom::element kv : attrs) {
+      std::string_view key;
+      simdjson::dom::element value;
+      if (kv["key"].get(key) || kv["value"].get(value)) continue;
+      std::string err;
+      AttrValue v = OtlpValue(value, err);
+      if (!err.empty() && b.error.empty()) b.error = fmt::format("{}: {}", key, err);
+      b.Attribute(key, v, resource);
+    }
+  }
+
+  Status OtlpSpan(simdjson::dom::element span, const RequestBuilder& resource, int64_t line) {
+    RequestBuilder b = resource;
+    std::string_view name;
+    if (span["name"].get(name)) name = {};
+    b.is_request = name == "llm_request";
+    simdjson::dom::array attrs;
+    if (!span["attributes"].get(attrs)) ApplyOtlpAttributes(attrs, b, false);
+    if (!b.is_request) {
+      ctx_.Ignore();
+      return Status::Ok();
+    }
+    simdjson::dom::element start;
+    if (!span["startTimeUnixNano"].get(start) && !NanosToSeconds(start, b.r.arrival_s)) {
+      return ctx_.Bad(line, "invalid value", "startTimeUnixNano: not a timestamp");
+    }
+    simdjson::dom::element code;
+    if (!span["status"]["code"].get(code)) {
+      if ((code.is_int64() && code.get_int64().value_unsafe() == 2) ||
+          (code.is_string() && code.get_string().value_unsafe() == "STATUS_CODE_ERROR")) {
+        if (b.r.status == RequestStatus::kOk) b.r.status = RequestStatus::kError;
+      }
+    }
+    return Finish(b, line);
+  }
+
+  // {"name": .., "start_unix_ns": .., "end_unix_ns": .., "attributes": {flat}}
+  Status SinkLine(simdjson::dom::element doc, int64_t line) {
+    RequestBuilder b;
+    std::string_view name;
+    if (doc["name"].get(name)) name = {};
+    b.is_request = name == "llm_request";
+    simdjson::dom::object attrs;
+    if (!doc["attributes"].get(attrs)) {
+      for (auto [k, el] : attrs) {
+        std::string err;
+        AttrValue v = FlatValue(el, err);
+        if (!err.empty() && b.error.empty()) b.error = fmt::format("{}: {}", k, err);
+        b.Attribute(k, v, false);
+      }
+    }
+    if (!b.is_request) {
+      ctx_.Ignore();
+      return Status::Ok();
+    }
+    simdjson::dom::element start;
+    if (!doc["start_unix_ns"].get(start) && !NanosToSeconds(start, b.r.arrival_s)) {
+      return ctx_.Bad(line, "invalid value", "start_unix_ns: not a timestamp");
+    }
+    return Finish(b, line);
+  }
+
+  Status Finish(RequestBuilder& b, int64_t line) {
+    if (!b.error.empty()) return ctx_.Bad(line, "invalid value", b.error);
+    b.Finish();
+    if (!b.ttft_present && b.r.status == RequestStatus::kOk) {
+      return ctx_.Bad(line, "missing field",
+                      "llm_request span without gen_ai.latency.time_to_first_token");
+    }
+    return ctx_.Emit(b.r, line, true);
+  }
+
+  RecordContext& ctx_;
+  bool sink_lines_;
+  simdjson::dom::parser parser_;
+  bool first_line_ = true;
+  bool whole_document_ = false;
+  int64_t document_line_ = 1;
+  std::string document_;
+};
+
+std::unique_ptr<LineParser> MakeParser(InputFormat f, RecordContext& ctx) {
+  switch (f) {
+    case InputFormat::kCsv: return std::make_unique<CsvParser>(ctx);
+    case InputFormat::kOtlp: return std::make_unique<OtlpParser>(ctx, false);
+    case InputFormat::kSpanSink: return std::make_unique<OtlpParser>(ctx, true);
+    default: return std::make_unique<JsonlParser>(ctx);
+  }
+}
+
+Status CheckSpanFormat(InputFormat f, std::string_view source) {
+  if (f == InputFormat::kProm || f == InputFormat::kPromQueryJson) {
+    return Status::Invalid(fmt::format("{}: holds {} metrics, not spans", source, ToString(f)));
+  }
+  return Status::Ok();
+}
+
+// Splits `buf[0, filled)` into lines and feeds them; returns the offset of the
+// first byte not consumed (the start of an incomplete last line).
+Result<size_t> FeedLines(LineParser& parser, char* buf, size_t filled, size_t capacity,
+                         int64_t& line_no) {
+  size_t start = 0;
+  for (;;) {
+    const void* nl = std::memchr(buf + start, '\n', filled - start);
+    if (nl == nullptr) return start;
+    const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - buf);
+    size_t len = end - start;
+    if (len > 0 && buf[start + len - 1] == '\r') --len;
+    TTFT_RETURN_IF_ERROR(parser.ParseLine(buf + start, len, capacity - start, line_no, false));
+    ++line_no;
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
+InputFormat DetectFormat(std::string_view head) {
+  size_t i = 0;
+  if (head.starts_with("\xEF\xBB\xBF")) i = 3;
+  while (i < head.size() && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
+  std::string_view rest = head.substr(i);
+  if (rest.starts_with("{") || rest.starts_with("[")) {
+    const std::string_view first = rest.substr(0, 4096);
+    if (first.find("\"resourceSpans\"") != std::string_view::npos ||
+        first.find("\"resource_spans\"") != std::string_view::npos) {
+      return InputFormat::kOtlp;
+    }
+    if (first.find("\"resultType\"") != std::string_view::npos) return InputFormat::kPromQueryJson;
+    if (first.find("\"start_unix_ns\"") != std::string_view::npos) return InputFormat::kSpanSink;
+    return InputFormat::kSpanJsonl;
+  }
+  // Exposition text: HELP/TYPE comments or `name{...} value` samples in the first lines.
+  if (head.find("# TYPE ") != std::string_view::npos ||
+      head.find("# HELP ") != std::string_view::npos) {
+    return InputFormat::kProm;
+  }
+  const std::string_view line = rest.substr(0, rest.find('\n'));
+  if (line.find(',') != std::string_view::npos) return InputFormat::kCsv;
+  if (!line.empty() && (std::isalpha(static_cast<unsigned char>(line[0])) || line[0] == '_') &&
+      line.find(' ') != std::string_view::npos) {
+    return InputFormat::kProm;
+  }
+  return InputFormat::kSpanJsonl;
+}
+
+Status ParseSpans(std::string_view data, std::string_view source, const SpanReadOptions& options,
+                  SpanSink& sink, ReadReport& report) {
+  InputFormat format = options.format == InputFormat::kAuto ? DetectFormat(data) : options.format;
+  TTFT_RETURN_IF_ERROR(CheckSpanFormat(format, source));
+  // Copy into a padded buffer (simdjson reads up to SIMDJSON_PADDING past the end).
+  std::vector<char> buf(data.size() + simdjson::SIMDJSON_PADDING + 1, '\0');
+  std::memcpy(buf.data(), data.data(), data.size());
+  RecordContext ctx(source, options, sink, report);
+  auto parser = MakeParser(format, ctx);
+  int64_t line_no = 1;
+  TTFT_ASSIGN_OR_RETURN(size_t rest,
+                        FeedLines(*parser, buf.data(), data.size(), buf.size() - 1, line_no));
+  if (rest < data.size()) {
+    size_t len = data.size() - rest;
+    if (buf[rest + len - 1] == '\r') --len;
+    TTFT_RETURN_IF_ERROR(
+        parser->ParseLine(buf.data() + rest, len, buf.size() - 1 - rest, line_no, true));
+  }
+  return parser->Finish();
+}
+
+Status ReadSpans(const std::string& path, const SpanReadOptions& options, SpanSink& sink,
+                 ReadReport& report) {
+  TTFT_ASSIGN_OR_RETURN(auto in, internal::InputStream::Open(path));
+  const size_t padding = simdjson::SIMDJSON_PADDING;
+  size_t data_cap = std::max<size_t>(options.chunk_bytes, 4096);
+  std::vector<char> buf(data_cap + padding, '\0');
+  size_t filled = 0;
+  bool eof = false;
+  // Fill the first chunk, detect the format from it.
+  while (filled < data_cap && !eof) {
+    TTFT_ASSIGN_OR_RETURN(size_t n, in->Read(buf.data() + filled, data_cap - filled));
+    eof = n == 0;
+    filled += n;
+  }
+  InputFormat format = options.format == InputFormat::kAuto
+                           ? DetectFormat(std::string_view(buf.data(), filled))
+                           : options.format;
+  TTFT_RETURN_IF_ERROR(CheckSpanFormat(format, in->name()));
+  RecordContext ctx(in->name(), options, sink, report);
+  auto parser = MakeParser(format, ctx);
+  int64_t line_no = 1;
+  for (;;) {
+    TTFT_ASSIGN_OR_RETURN(size_t rest, FeedLines(*parser, buf.data(), filled, buf.size(), line_no));
+    // Keep the incomplete tail; grow when one line fills the buffer.
+    std::memmove(buf.data(), buf.data() + rest, filled - rest);
+    filled -= rest;
+    if (eof) break;
+    if (filled == data_cap) {
+      data_cap *= 2;
+      buf.resize(data_cap + padding, '\0');
+    }
+    TTFT_ASSIGN_OR_RETURN(size_t n, in->Read(buf.data() + filled, data_cap - filled));
+    if (n == 0) eof = true;
+    filled += n;
+  }
+  if (filled > 0) {
+    std::memset(buf.data() + filled, 0, buf.size() - filled);
+    size_t len = filled;
+    if (buf[len - 1] == '\r') --len;
+    TTFT_RETURN_IF_ERROR(parser->ParseLine(buf.data(), len, buf.size(), line_no, true));
+  }
+  return parser->Finish();
+}
+
+Result<std::string> ReadInputFile(const std::string& path) {
+  TTFT_ASSIGN_OR_RETURN(auto in, internal::InputStream::Open(path));
+  std::string out;
+  size_t filled = 0;
+  for (;;) {
+    out.resize(std::max<size_t>(filled * 2, filled + (1 << 16)));
+    TTFT_ASSIGN_OR_RETURN(size_t n, in->Read(out.data() + filled, out.size() - filled));
+    if (n == 0) break;
+    filled += n;
+  }
+  out.resize(filled);
+  return out;
+}
+
+}  // namespace ttft

@@ -1,0 +1,267 @@
+// The columnar span table, span validation, column maps and read reports
+// (ttft/telemetry.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "ttft/telemetry.h"
+
+namespace ttft {
+namespace {
+
+constexpr std::array<std::string_view, kNumSpanLabels> kLabelNames = {
+    "replica", "region", "tenant", "model", "template", "deploy"};
+
+float ToFloat(double v) { return static_cast<float>(v); }
+int32_t ToInt32(int64_t v) { return static_cast<int32_t>(std::clamp<int64_t>(v, -1, INT32_MAX)); }
+
+}  // namespace
+
+std::string_view ToString(SpanLabel l) { return kLabelNames[static_cast<size_t>(l)]; }
+
+std::optional<SpanLabel> ParseSpanLabel(std::string_view s) {
+  for (size_t i = 0; i < kLabelNames.size(); ++i) {
+    if (kLabelNames[i] == s) return static_cast<SpanLabel>(i);
+  }
+  if (s == "template_version") return SpanLabel::kTemplate;
+  return std::nullopt;
+}
+
+std::string_view ToString(InputFormat f) {
+  switch (f) {
+    case InputFormat::kAuto: return "auto";
+    case InputFormat::kSpanJsonl: return "jsonl";
+    case InputFormat::kCsv: return "csv";
+    case InputFormat::kOtlp: return "otlp";
+    case InputFormat::kSpanSink: return "span-sink";
+    case InputFormat::kProm: return "prom";
+    case InputFormat::kPromQueryJson: return "prom-json";
+  }
+  return "?";
+}
+
+std::optional<InputFormat> ParseInputFormat(std::string_view s) {
+  for (InputFormat f :
+       {InputFormat::kAuto, InputFormat::kSpanJsonl, InputFormat::kCsv, InputFormat::kOtlp,
+        InputFormat::kSpanSink, InputFormat::kProm, InputFormat::kPromQueryJson}) {
+    if (ToString(f) == s) return f;
+  }
+  return std::nullopt;
+}
+
+void ReadReport::Skip(std::string_view file, int64_t line, std::string_view category,
+                      std::string reason) {
+  ++records_skipped;
+  ++skipped_by_category[std::string(category)];
+  if (issues.size() < kMaxIssues) {
+    issues.push_back(RecordIssue{std::string(file), line, std::move(reason)});
+  }
+}
+
+std::string ReadReport::Summary() const {
+  std::string out;
+  if (records_skipped > 0) {
+    out = fmt::format("{} record{} skipped:", records_skipped, records_skipped == 1 ? "" : "s");
+    bool first = true;
+    for (const auto& [category, n] : skipped_by_category) {
+      out += fmt::format("{} {} {}", first ? "" : ",", n, category);
+      first = false;
+    }
+    for (const RecordIssue& issue : issues) {
+      out += fmt::format("\n  {}:{}: {}", issue.file, issue.line, issue.reason);
+    }
+    if (static_cast<int64_t>(issues.size()) < records_skipped) {
+      out +=
+          fmt::format("\n  ... and {} more", records_skipped - static_cast<int64_t>(issues.size()));
+    }
+  }
+  for (const std::string& w : warnings) {
+    if (!out.empty()) out += '\n';
+    out += "warning: " + w;
+  }
+  return out;
+}
+
+Result<ColumnMap> ColumnMap::Parse(std::string_view spec) {
+  static constexpr std::string_view kTargets[] = {
+      "request_id",    "arrival_s",   "queue_s",    "prefill_s", "front_end_s",   "ttft_s",
+      "decode_s",      "e2e_s",       "itl_mean_s", "itl_max_s", "prompt_tokens", "cached_tokens",
+      "output_tokens", "preemptions", "status",     "replica",   "region",        "tenant",
+      "model",         "template",    "deploy"};
+  ColumnMap map;
+  while (!spec.empty()) {
+    const size_t comma = spec.find(',');
+    std::string_view item = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size()) {
+      return Status::Invalid(fmt::format("--columns: '{}': expected TARGET=SOURCE[:UNIT]", item));
+    }
+    Entry e;
+    e.target = std::string(item.substr(0, eq));
+    std::string_view source = item.substr(eq + 1);
+    const size_t colon = source.rfind(':');
+    if (colon != std::string_view::npos) {
+      const std::string_view unit = source.substr(colon + 1);
+      if (unit == "s") {
+        e.scale = 1;
+      } else if (unit == "ms") {
+        e.scale = 1e-3;
+      } else if (unit == "us") {
+        e.scale = 1e-6;
+      } else if (unit == "ns") {
+        e.scale = 1e-9;
+      } else {
+        return Status::Invalid(
+            fmt::format("--columns: '{}': unit must be s, ms, us or ns, got '{}'", item, unit));
+      }
+      source = source.substr(0, colon);
+    }
+    e.source = std::string(source);
+    if (std::find(std::begin(kTargets), std::end(kTargets), e.target) == std::end(kTargets)) {
+      return Status::Invalid(
+          fmt::format("--columns: '{}': unknown span field '{}'", item, e.target));
+    }
+    if (e.scale != 1 && !e.target.ends_with("_s")) {
+      return Status::Invalid(
+          fmt::format("--columns: '{}': a unit applies to durations (*_s) only", item));
+    }
+    map.entries.push_back(std::move(e));
+  }
+  return map;
+}
+
+std::string ValidateSpan(const SpanRecord& s) {
+  const std::pair<std::string_view, double> durations[] = {
+      {"queue_s", s.queue_s},       {"prefill_s", s.prefill_s}, {"front_end_s", s.front_end_s},
+      {"ttft_s", s.ttft_s},         {"decode_s", s.decode_s},   {"e2e_s", s.e2e_s},
+      {"itl_mean_s", s.itl_mean_s}, {"itl_max_s", s.itl_max_s}};
+  for (const auto& [name, v] : durations) {
+    if (std::isnan(v)) continue;  // missing
+    if (std::isinf(v)) return fmt::format("{} is infinite", name);
+    if (v < 0) return fmt::format("negative duration: {} = {}", name, v);
+    if (v > 3600) {
+      return fmt::format(
+          "{} = {} s is over an hour: looks like milliseconds in a seconds field "
+          "(use --columns {}=FIELD:ms)",
+          name, v, name);
+    }
+  }
+  if (std::isinf(s.arrival_s)) return "arrival_s is infinite";
+  if (!std::isnan(s.ttft_s) && !std::isnan(s.queue_s) && s.ttft_s + 1e-6 < s.queue_s) {
+    return fmt::format("ttft_s {} < queue_s {} (clock skew?)", s.ttft_s, s.queue_s);
+  }
+  if (s.prompt_tokens < -1 || s.cached_tokens < -1 || s.output_tokens < -1) {
+    return "negative token count";
+  }
+  if (s.cached_tokens >= 0 && s.prompt_tokens >= 0 && s.cached_tokens > s.prompt_tokens) {
+    return fmt::format("cached_tokens {} > prompt_tokens {}", s.cached_tokens, s.prompt_tokens);
+  }
+  return {};
+}
+
+void SpanTable::Reserve(size_t n) {
+  arrival_s_.reserve(n);
+  for (auto* v : {&queue_s_, &prefill_s_, &front_end_s_, &ttft_s_, &decode_s_, &e2e_s_,
+                  &itl_mean_s_, &itl_max_s_}) {
+    v->reserve(n);
+  }
+  for (auto* v : {&prompt_tokens_, &cached_tokens_, &output_tokens_}) v->reserve(n);
+  preemptions_.reserve(n);
+  status_.reserve(n);
+  label_set_.reserve(n);
+}
+
+uint32_t SpanTable::Intern(std::string_view s) {
+  auto it = string_ids_.find(s);
+  if (it != string_ids_.end()) return it->second;
+  const uint32_t id = static_cast<uint32_t>(strings_.size());
+  strings_.emplace_back(s);
+  string_ids_.emplace(strings_.back(), id);
+  return id;
+}
+
+void SpanTable::Add(const SpanRecord& s) {
+  arrival_s_.push_back(s.arrival_s);
+  queue_s_.push_back(ToFloat(s.queue_s));
+  prefill_s_.push_back(ToFloat(s.prefill_s));
+  front_end_s_.push_back(ToFloat(s.front_end_s));
+  ttft_s_.push_back(ToFloat(s.ttft_s));
+  decode_s_.push_back(ToFloat(s.decode_s));
+  e2e_s_.push_back(ToFloat(s.e2e_s));
+  itl_mean_s_.push_back(ToFloat(s.itl_mean_s));
+  itl_max_s_.push_back(ToFloat(s.itl_max_s));
+  prompt_tokens_.push_back(ToInt32(s.prompt_tokens));
+  cached_tokens_.push_back(ToInt32(s.cached_tokens));
+  output_tokens_.push_back(ToInt32(s.output_tokens));
+  preemptions_.push_back(static_cast<int16_t>(std::clamp<int32_t>(s.preemptions, -1, INT16_MAX)));
+  status_.push_back(s.status);
+  // Consecutive spans usually share their labels: compare with the last set first.
+  if (last_set_ == UINT32_MAX || s.labels != last_labels_) {
+    std::array<uint32_t, kNumSpanLabels> ids;
+    for (int i = 0; i < kNumSpanLabels; ++i)
+      ids[static_cast<size_t>(i)] = Intern(s.labels[static_cast<size_t>(i)]);
+    auto [it, inserted] = label_set_ids_.emplace(ids, static_cast<uint32_t>(label_sets_.size()));
+    if (inserted) label_sets_.push_back(ids);
+    last_set_ = it->second;
+    for (int i = 0; i < kNumSpanLabels; ++i) {
+      last_labels_[static_cast<size_t>(i)] = strings_[ids[static_cast<size_t>(i)]];
+    }
+  }
+  label_set_.push_back(last_set_);
+}
+
+std::string_view SpanTable::label_of_set(uint32_t set, SpanLabel label) const {
+  return strings_[label_sets_[set][static_cast<size_t>(label)]];
+}
+
+std::string_view SpanTable::label(size_t row, SpanLabel l) const {
+  return label_of_set(label_set_[row], l);
+}
+
+Span SpanTable::Get(size_t i) const {
+  Span s;
+  s.arrival_s = arrival_s_[i];
+  s.queue_s = queue_s_[i];
+  s.prefill_s = prefill_s_[i];
+  s.front_end_s = front_end_s_[i];
+  s.ttft_s = ttft_s_[i];
+  s.decode_s = decode_s_[i];
+  s.e2e_s = e2e_s_[i];
+  s.itl_mean_s = itl_mean_s_[i];
+  s.itl_max_s = itl_max_s_[i];
+  s.prompt_tokens = prompt_tokens_[i];
+  s.cached_tokens = cached_tokens_[i];
+  s.output_tokens = output_tokens_[i];
+  s.preemptions = preemptions_[i];
+  s.status = status_[i];
+  s.replica = label(i, SpanLabel::kReplica);
+  s.region = label(i, SpanLabel::kRegion);
+  s.tenant = label(i, SpanLabel::kTenant);
+  s.model = label(i, SpanLabel::kModel);
+  s.template_version = label(i, SpanLabel::kTemplate);
+  s.deploy = label(i, SpanLabel::kDeploy);
+  return s;
+}
+
+double SpanTable::bytes_per_span() const {
+  if (size() == 0) return 0;
+  size_t bytes = arrival_s_.capacity() * sizeof(double);
+  for (const auto* v : {&queue_s_, &prefill_s_, &front_end_s_, &ttft_s_, &decode_s_, &e2e_s_,
+                        &itl_mean_s_, &itl_max_s_}) {
+    bytes += v->capacity() * sizeof(float);
+  }
+  for (const auto* v : {&prompt_tokens_, &cached_tokens_, &output_tokens_}) {
+    bytes += v->capacity() * sizeof(int32_t);
+  }
+  bytes += preemptions_.capacity() * sizeof(int16_t) + status_.capacity() +
+           label_set_.capacity() * sizeof(uint32_t);
+  for (const std::string& s : strings_) bytes += s.capacity() + sizeof(std::string) + 64;
+  bytes += label_sets_.capacity() * (sizeof(label_sets_[0]) + 64);
+  return static_cast<double>(bytes) / static_cast<double>(size());
+}
+
+}  // namespace ttft
