@@ -223,7 +223,7 @@ Status Run(const StatsFlags& flags) {
 
 Runner RegisterStats(CLI::App& app) {
   auto flags = std::make_shared<StatsFlags>();
-  CLI::App* cmd = app.add_subcommand("stats", "Tail statistics of spans or Prometheus scrapes");
+  CLI::App* cmd = &app;  // main() created the `stats` sub-app
   cmd->add_option("inputs", flags->inputs,
                   "span files (JSONL, CSV, OTLP; gzip ok; - for stdin) or "
                   "Prometheus scrapes (two or more give a window)")
