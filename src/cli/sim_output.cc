@@ -24,7 +24,11 @@ Status OutputSink::Open(const std::string& out_dir) {
   for (const auto& e : fs::directory_iterator(fs::path(out_dir) / "metrics", ec)) {
     if (e.path().extension() == ".prom") fs::remove(e.path(), ec);
   }
-  return spans_.Open((fs::path(out_dir) / "spans.jsonl").string());
+  // Spans go to a .partial file that becomes spans.jsonl only when the run
+  // completes: a failed run never leaves output that looks complete.
+  fs::remove(fs::path(out_dir) / "spans.jsonl", ec);
+  fs::remove(fs::path(out_dir) / "summary.json", ec);
+  return spans_.Open((fs::path(out_dir) / "spans.jsonl.partial").string());
 }
 
 Status OutputSink::OnSpan(const Span& span) {
@@ -44,7 +48,14 @@ Status OutputSink::OnSnapshot(const MetricSnapshot& snap) {
   return Status::Ok();
 }
 
-Status OutputSink::Close() { return spans_.Close(); }
+Status OutputSink::Close() {
+  TTFT_RETURN_IF_ERROR(spans_.Close());
+  if (out_dir_.empty()) return Status::Ok();
+  std::error_code ec;
+  fs::rename(fs::path(out_dir_) / "spans.jsonl.partial", fs::path(out_dir_) / "spans.jsonl", ec);
+  if (ec) return Status::IoError(fmt::format("{}/spans.jsonl: {}", out_dir_, ec.message()));
+  return Status::Ok();
+}
 
 Windows AnalysisWindows(const Scenario& sc) {
   Windows w;

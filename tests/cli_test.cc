@@ -1,0 +1,237 @@
+// Integration tests: drive the real `ttft` binary as a user would.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;  // standard output
+  std::string err;  // standard error
+};
+
+// Runs `ttft ARGS` with a time limit; standard error goes to a temp file.
+RunResult RunTtft(const std::string& args, int timeout_s = 300) {
+  const fs::path err_path = fs::temp_directory_path() / ("ttft_err_" + std::to_string(::getpid()));
+  const std::string cmd = "timeout " + std::to_string(timeout_s) + " " TTFT_BINARY " " + args +
+                          " 2>" + err_path.string();
+  RunResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream f(err_path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  r.err = ss.str();
+  fs::remove(err_path);
+  return r;
+}
+
+fs::path TempDir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("ttft_it_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string WriteFile(const fs::path& dir, const std::string& name, const std::string& text) {
+  fs::path p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+TEST(Cli, VersionAndHelpOnEverySubcommand) {
+  RunResult v = RunTtft("--version");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_THAT(v.out, ::testing::HasSubstr("ttft "));
+  for (const char* sub : {"drill", "simulate", "cost", "stats"}) {
+    RunResult h = RunTtft(std::string(sub) + " --help");
+    EXPECT_EQ(h.exit_code, 0) << sub;
+    EXPECT_THAT(h.out, ::testing::HasSubstr("Usage")) << sub;
+  }
+  EXPECT_EQ(RunTtft("no-such-command").exit_code, 2);
+}
+
+// The seed's signature, checked from the drill's JSON (not from its own verdicts).
+TEST(Drill, ReproducesTheSeedSignature) {
+  RunResult r = RunTtft("drill --format json --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  const auto& b = j["baseline"];
+  const auto& i = j["incident"];
+  for (const char* key :
+       {"requests", "ttft_p50_s", "ttft_p99_s", "queue_p99_s", "prefill_p99_s", "itl_p50_s",
+        "error_rate", "replicas", "prefix_cache_hit_rate", "prompt_tokens_p99", "preemptions"}) {
+    EXPECT_TRUE(b.contains(key) && i.contains(key)) << key;
+  }
+  const double b99 = b["ttft_p99_s"], i99 = i["ttft_p99_s"];
+  EXPECT_GE(b99, 0.7);
+  EXPECT_LE(b99, 1.1);
+  EXPECT_GE(i99 / b99, 4.0);
+  EXPECT_LE(i["ttft_p50_s"].get<double>() / b["ttft_p50_s"].get<double>(), 1.6);
+  EXPECT_GE(b["prefix_cache_hit_rate"].get<double>(), 0.75);
+  EXPECT_LE(i["prefix_cache_hit_rate"].get<double>(), 0.05);
+  EXPECT_GE(i["queue_p99_s"].get<double>() / b["queue_p99_s"].get<double>(), 5.0);
+  EXPECT_EQ(b["error_rate"], i["error_rate"]);
+  EXPECT_EQ(b["replicas"], i["replicas"]);
+  // The cost check rides along: both seed numbers within 15%.
+  EXPECT_NEAR(j["cost"]["prefill_1000_after_5000_cached_s"].get<double>(), 0.07, 0.07 * 0.15);
+  EXPECT_NEAR(j["cost"]["prefill_6000_uncached_s"].get<double>(), 0.42, 0.42 * 0.15);
+}
+
+TEST(Drill, TextOutputHasTheSymptomTable) {
+  RunResult r = RunTtft("drill --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"p50 TTFT", "p99 TTFT", "p99 queue time", "p99 prefill time",
+                        "inter-token latency", "error rate", "replicas", "prefix-cache hit rate",
+                        "p99 prompt tokens", "preemptions", "deploy_template"}) {
+    EXPECT_THAT(r.out, ::testing::HasSubstr(s));
+  }
+  EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("\033[")));  // no colour off a TTY
+}
+
+TEST(Simulate, WritesSpansMetricsAndSummaryByteForByte) {
+  fs::path a = TempDir("sim_a"), b = TempDir("sim_b");
+  RunResult ra = RunTtft("simulate seed-drill --duration 300 --quiet --out " + a.string());
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  RunResult rb = RunTtft("simulate seed-drill --duration 300 --quiet --out " + b.string());
+  ASSERT_EQ(rb.exit_code, 0) << rb.err;
+  EXPECT_EQ(ReadFile(a / "spans.jsonl"), ReadFile(b / "spans.jsonl"));
+  EXPECT_EQ(ReadFile(a / "summary.json"), ReadFile(b / "summary.json"));
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(a / "metrics")) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  ASSERT_GE(names.size(), 20u);  // every 15 s over 300 s, plus the final one
+  EXPECT_EQ(names.front(), "t000000015.000.prom");
+  for (const auto& n : names) EXPECT_EQ(ReadFile(a / "metrics" / n), ReadFile(b / "metrics" / n));
+  auto summary = nlohmann::json::parse(ReadFile(a / "summary.json"));
+  EXPECT_GT(summary["requests"].get<int64_t>(), 1000);
+  EXPECT_TRUE(summary["events"].is_array());
+  // Every span line is JSON with the documented keys.
+  std::ifstream spans(a / "spans.jsonl");
+  std::string line;
+  int64_t lines = 0;
+  while (std::getline(spans, line)) {
+    auto s = nlohmann::json::parse(line);
+    for (const char* k :
+         {"request_id",    "arrival_s",     "queue_s",     "prefill_s", "ttft_s",
+          "decode_s",      "e2e_s",         "itl_mean_s",  "itl_max_s", "prompt_tokens",
+          "cached_tokens", "output_tokens", "preemptions", "status",    "replica",
+          "region",        "tenant",        "model",       "template",  "deploy"}) {
+      ASSERT_TRUE(s.contains(k)) << k;
+    }
+    ++lines;
+  }
+  EXPECT_EQ(lines, summary["requests"].get<int64_t>());
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+TEST(Simulate, SummaryEventsAreInTheSpansTimeBase) {
+  fs::path d = TempDir("sim_events");
+  RunResult r = RunTtft("simulate seed-drill --quiet --out " + d.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto summary = nlohmann::json::parse(ReadFile(d / "summary.json"));
+  ASSERT_GE(summary["events"].size(), 1u);
+  EXPECT_EQ(summary["events"][0]["kind"], "deploy_template");
+  EXPECT_DOUBLE_EQ(summary["events"][0]["at_s"].get<double>(), 1200.0);
+  fs::remove_all(d);
+}
+
+// Bad input: a one-line error naming file, line and field; exit 2; no summary.
+struct BadCase {
+  const char* name;
+  const char* yaml;
+  const char* expect;  // substring of the message
+};
+
+constexpr const char* kGood = R"(name: t
+duration_s: 60
+defaults: {model: llama-3.1-8b, gpu: h100-sxm, dtype: bf16, tp: 1, max_model_len: 8192}
+replicas: [{name: r, count: 1}]
+templates:
+  - name: app
+    versions:
+      - version: v1
+        segments: [{name: sys, kind: static, tokens: 100}]
+tenants: [{name: a, template: app, version: v1, rate_rps: 2}]
+)";
+
+TEST(BadInput, OneLineErrorsWithFileLineFieldAndExit2) {
+  fs::path d = TempDir("bad");
+  const std::string good = WriteFile(d, "good.yaml", kGood);
+  ASSERT_EQ(RunTtft("simulate " + good + " --quiet --out " + (d / "good_out").string()).exit_code,
+            0);
+  std::string base = kGood;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {replace("llama-3.1-8b", "gpt-17"), ":3: defaults.model"},
+      {replace("gpu: h100-sxm", "gpu: tpu-v9"), ":3: defaults.gpu"},
+      {replace("tp: 1", "tp: 3"), "does not divide"},
+      {replace("rate_rps: 2", "rate_rps: -1"), ":10: tenants[0].rate_rps"},
+      {replace("rate_rps: 2", "rate_rps: 0"), "tenants[0].rate_rps"},
+      {replace("max_model_len: 8192", "max_model_len: 9000000"), "max_model_len"},
+      {replace("duration_s: 60", "duration_s: [60"), "bad.yaml:"},
+  };
+  int i = 0;
+  for (const auto& [yaml, expect] : cases) {
+    const std::string path = WriteFile(d, "bad.yaml", yaml);
+    const fs::path out = d / ("out" + std::to_string(i++));
+    RunResult r = RunTtft("simulate " + path + " --quiet --out " + out.string());
+    EXPECT_EQ(r.exit_code, 2) << expect << "\n" << r.err;
+    EXPECT_THAT(r.err, ::testing::HasSubstr(expect));
+    EXPECT_THAT(r.err, ::testing::HasSubstr("bad.yaml"));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(out / "summary.json"));
+  }
+  // A missing trace file is named.
+  const std::string trace_yaml =
+      std::string(kGood) + "traces: [{format: mooncake, path: nope.jsonl, tenant: mc}]\n";
+  RunResult r = RunTtft("simulate " + WriteFile(d, "bad.yaml", trace_yaml) + " --quiet --out " +
+                        (d / "t").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("nope.jsonl"));
+  // A missing scenario file.
+  EXPECT_EQ(RunTtft("simulate /no/such.yaml --out " + (d / "x").string()).exit_code, 2);
+  fs::remove_all(d);
+}
+
+TEST(Cost, PrintsTheSeedNumbers) {
+  RunResult r = RunTtft("cost --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"], "llama-3.3-70b");
+  EXPECT_EQ(j["tp"], 2);
+  EXPECT_NEAR(j["prefill_1000_after_5000_cached_s"].get<double>(), 0.07, 0.07 * 0.15);
+  RunResult bad = RunTtft("cost --tp 3");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, ::testing::HasSubstr("tp"));
+}
+
+}  // namespace
