@@ -435,6 +435,23 @@ class PromClient {
   std::unique_ptr<Impl> impl_;
 };
 
+// Every exposed family name of every CanonicalMetric (all spellings of FamilyNamesFor).
+std::vector<std::string> CanonicalFamilyNames();
+
+// Pulls the window [from_s, to_s] (Unix seconds, whole milliseconds) of every canonical
+// family matching `selector` (label matchers with or without the braces, e.g.
+// `{model_name="m"}`; may be empty) as snapshots ready for WindowDelta: a query_range
+// grid from from_s with a step of at most max_step_s, plus an instant query at to_s when
+// the grid does not end there, so the first and last snapshots are exactly the window's
+// edges. Each grid point holds the latest sample at or before it (PromQL instant-vector
+// semantics), so a counter reset is seen unless the counter regrows past its old value
+// before the next grid point: use a step no longer than the scrape interval to see every
+// reset. Errors: InvalidArgument for an empty window or 11,000 grid points or more
+// (Prometheus's limit), NotFound when no series match, and PromClient's errors.
+Result<std::vector<MetricSnapshot>> FetchPromWindow(PromClient& client, std::string selector,
+                                                    double from_s, double to_s,
+                                                    double max_step_s = 15);
+
 // =============================================================================
 // Per-group summaries for `ttft stats` (docs/telemetry.md)
 // =============================================================================

@@ -1,5 +1,6 @@
 // `ttft stats INPUT... [--by LABEL] [--from T --to T] [--format text|json|csv] [--strict]
 //  [--input-format auto|jsonl|csv|otlp|span-sink|prom|prom-json] [--columns MAP] [--stream]`
+// `ttft stats --prometheus URL --from T --to T [--selector '{...}'] [--step S] [--by LABEL]`
 //
 // Per group: count, rate, p50/p90/p99/p99.9 of TTFT, queue, prefill, inter-token
 // latency and prompt tokens, and the prefix-cache hit rate (docs/telemetry.md).
@@ -32,6 +33,10 @@ struct StatsFlags {
   std::string input_format = "auto";
   std::string columns;
   bool stream = false;
+  std::string prometheus;  // base URL of a live server
+  std::string selector;
+  double step_s = 15;
+  double timeout_s = 5;
 };
 
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
@@ -119,8 +124,9 @@ void PrintCsv(const std::vector<GroupSummary>& groups) {
                                                                {"prefill_s", &g.prefill_s},
                                                                {"itl_s", &g.itl_s},
                                                                {"prompt_tokens", &g.prompt_tokens}};
-    for (const auto& [name, q] : rows) {
-      auto f = [&](double v) {
+    for (const auto& [name, quantities] : rows) {
+      const QuantileSet* q = quantities;  // clang 14 cannot capture a structured binding
+      auto f = [q](double v) {
         return q->available && std::isfinite(v) ? fmt::format("{}", v) : "";
       };
       fmt::print(
@@ -150,9 +156,20 @@ Status Run(const StatsFlags& flags) {
     TTFT_ASSIGN_OR_RETURN(read.columns, ColumnMap::Parse(flags.columns));
   }
   ReadReport report;
+  if (flags.prometheus.empty() && flags.inputs.empty()) {
+    return Status::Invalid("stats: give input files or --prometheus URL");
+  }
+  if (!flags.prometheus.empty() && !flags.inputs.empty()) {
+    return Status::Invalid("stats: give either input files or --prometheus URL, not both");
+  }
+  if (!flags.prometheus.empty() && (!std::isfinite(flags.from_s) || !std::isfinite(flags.to_s))) {
+    return Status::Invalid("stats --prometheus: --from and --to (Unix seconds) are required");
+  }
   // Decide between metrics and spans from the first input.
   InputFormat kind = *input_format;
-  if (kind == InputFormat::kAuto) {
+  if (!flags.prometheus.empty()) {
+    kind = InputFormat::kPromQueryJson;
+  } else if (kind == InputFormat::kAuto) {
     const std::string& first = flags.inputs.front();
     if (first != "-") {
       TTFT_ASSIGN_OR_RETURN(std::string all, ReadInputFile(first));
@@ -164,6 +181,14 @@ Status Run(const StatsFlags& flags) {
   std::vector<GroupSummary> groups;
   if (kind == InputFormat::kProm || kind == InputFormat::kPromQueryJson) {
     std::vector<MetricSnapshot> snaps;
+    if (!flags.prometheus.empty()) {
+      PromClientOptions client_options;
+      client_options.timeout_s = flags.timeout_s;
+      TTFT_ASSIGN_OR_RETURN(PromClient client,
+                            PromClient::Create(flags.prometheus, client_options));
+      TTFT_ASSIGN_OR_RETURN(
+          snaps, FetchPromWindow(client, flags.selector, flags.from_s, flags.to_s, flags.step_s));
+    }
     for (const std::string& in : flags.inputs) {
       if (kind == InputFormat::kProm) {
         TTFT_ASSIGN_OR_RETURN(MetricSnapshot s, ReadExpositionFile(in, flags.strict, report));
@@ -226,13 +251,26 @@ Runner RegisterStats(CLI::App& app) {
   CLI::App* cmd = &app;  // main() created the `stats` sub-app
   cmd->add_option("inputs", flags->inputs,
                   "span files (JSONL, CSV, OTLP; gzip ok; - for stdin) or "
-                  "Prometheus scrapes (two or more give a window)")
-      ->required();
+                  "Prometheus scrapes (two or more give a window)");
   cmd->add_option("--by", flags->by,
                   "group by a label (replica, region, tenant, model, template, "
                   "deploy, status; any series label for Prometheus data)");
-  cmd->add_option("--from", flags->from_s, "keep spans with arrival_s >= T");
-  cmd->add_option("--to", flags->to_s, "keep spans with arrival_s < T");
+  cmd->add_option("--from", flags->from_s,
+                  "keep spans with arrival_s >= T; with --prometheus the window start (Unix s)");
+  cmd->add_option("--to", flags->to_s,
+                  "keep spans with arrival_s < T; with --prometheus the window end (Unix s)");
+  cmd->add_option("--prometheus", flags->prometheus,
+                  "read the window [--from, --to] from a live Prometheus server "
+                  "(http://HOST:PORT) instead of files");
+  cmd->add_option("--selector", flags->selector,
+                  "with --prometheus: label matchers, e.g. '{model_name=\"m\",job=\"vllm\"}'");
+  cmd->add_option("--step", flags->step_s,
+                  "with --prometheus: longest query_range step in seconds (no longer than the "
+                  "scrape interval to see every counter reset)")
+      ->capture_default_str();
+  cmd->add_option("--timeout", flags->timeout_s,
+                  "with --prometheus: seconds per attempt (3 attempts with back-off)")
+      ->capture_default_str();
   cmd->add_option("--format", flags->format, "text, json or csv")->capture_default_str();
   cmd->add_flag("--strict", flags->strict, "stop at the first bad record (exit 65)");
   cmd->add_option("--input-format", flags->input_format,

@@ -70,10 +70,14 @@ void AppendLabels(const Labels& labels, std::string_view le, std::string& out) {
     out += k;
     out += "=\"";
     for (char c : v) {
-      if (c == '\\') out += "\\\\";
-      else if (c == '"') out += "\\\"";
-      else if (c == '\n') out += "\\n";
-      else out.push_back(c);
+      if (c == '\\')
+        out += "\\\\";
+      else if (c == '"')
+        out += "\\\"";
+      else if (c == '\n')
+        out += "\\n";
+      else
+        out.push_back(c);
     }
     out.push_back('"');
   };

@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -28,6 +30,31 @@ std::string Encode(const std::string& s) {
     }
   }
   return out;
+}
+
+// {__name__=~"f|f_bucket|f_sum|f_count|...",selector}
+std::string SeriesExpr(std::span<const std::string> families, const std::string& selector) {
+  std::string regex;
+  for (const std::string& f : families) {
+    if (!regex.empty()) regex += '|';
+    regex += f + "|" + f + "_bucket|" + f + "_sum|" + f + "_count";
+  }
+  return fmt::format("{{__name__=~\"{}\"{}{}}}", regex, selector.empty() ? "" : ",", selector);
+}
+
+// A reason an operator can act on, for a request that got no HTTP response.
+std::string DescribeError(httplib::Error e, double timeout_s) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "cannot connect (connection refused or host unreachable)";
+    case httplib::Error::ConnectionTimeout:
+      return fmt::format("connect timed out after {} s", timeout_s);
+    case httplib::Error::Read:
+      return fmt::format("no response within {} s (read timed out or connection closed)",
+                         timeout_s);
+    case httplib::Error::Write: return "sending the request failed";
+    default: return httplib::to_string(e);
+  }
 }
 
 }  // namespace
@@ -74,7 +101,7 @@ Result<std::string> PromClient::Get(const std::string& path) {
       last_error = fmt::format("HTTP {}", res->status);
       if (res->status < 500 && res->status != 429) break;
     } else {
-      last_error = httplib::to_string(res.error());
+      last_error = DescribeError(res.error(), impl_->options.timeout_s);
     }
     if (attempt < attempts) {
       std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
@@ -104,17 +131,75 @@ Result<std::vector<PromSeries>> PromClient::QueryRange(const std::string& expr, 
 Result<std::vector<MetricSnapshot>> PromClient::FetchSnapshots(
     std::span<const std::string> families, const std::string& selector, double start_s,
     double end_s, double step_s) {
-  std::string regex;
-  for (const std::string& f : families) {
-    if (!regex.empty()) regex += '|';
-    regex += f + "|" + f + "_bucket|" + f + "_sum|" + f + "_count";
-  }
-  const std::string expr =
-      fmt::format("{{__name__=~\"{}\"{}{}}}", regex, selector.empty() ? "" : ",", selector);
+  const std::string expr = SeriesExpr(families, selector);
   TTFT_ASSIGN_OR_RETURN(auto series, QueryRange(expr, start_s, end_s, step_s));
   if (series.empty()) {
     return Status::NotFound(fmt::format("Prometheus at {}: no series match {} in [{}, {}]",
                                         impl_->base_url, expr, start_s, end_s));
+  }
+  return SnapshotsFromSeries(series);
+}
+
+std::vector<std::string> CanonicalFamilyNames() {
+  std::vector<std::string> out;
+  for (int m = 0; m <= static_cast<int>(CanonicalMetric::kRequestsFinished); ++m) {
+    for (std::string_view name : FamilyNamesFor(static_cast<CanonicalMetric>(m))) {
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.emplace_back(name);
+    }
+  }
+  return out;
+}
+
+Result<std::vector<MetricSnapshot>> FetchPromWindow(PromClient& client, std::string selector,
+                                                    double from_s, double to_s, double max_step_s) {
+  if (!(to_s > from_s) || !std::isfinite(from_s) || !std::isfinite(to_s)) {
+    return Status::Invalid(
+        fmt::format("Prometheus window [{}, {}]: --to must be after --from", from_s, to_s));
+  }
+  if (!(max_step_s >= 0.001)) {
+    return Status::Invalid(fmt::format("Prometheus step {} s: must be at least 1 ms", max_step_s));
+  }
+  while (!selector.empty() && selector.front() == ' ') selector.erase(0, 1);
+  while (!selector.empty() && selector.back() == ' ') selector.pop_back();
+  if (selector.starts_with('{') && selector.ends_with('}')) {
+    selector = selector.substr(1, selector.size() - 2);
+  }
+  // A grid of whole milliseconds (Prometheus's resolution) from from_s, plus the end
+  // point to_s when the range is not a whole number of steps.
+  const int64_t from_ms = std::llround(from_s * 1000);
+  const int64_t range_ms = std::max<int64_t>(1, std::llround(to_s * 1000) - from_ms);
+  const int64_t to_ms = from_ms + range_ms;
+  const int64_t max_step_ms = std::llround(max_step_s * 1000);
+  const int64_t n = (range_ms + max_step_ms - 1) / max_step_ms;
+  if (n >= 11000) {
+    return Status::Invalid(
+        fmt::format("Prometheus window of {} s at a step of {} s needs {} points, over "
+                    "Prometheus's 11,000: use a longer step",
+                    to_s - from_s, max_step_s, n + 1));
+  }
+  const int64_t step_ms = range_ms / n;
+  const std::vector<std::string> families = CanonicalFamilyNames();
+  const std::string expr = SeriesExpr(families, selector);
+  auto ms = [](int64_t v) { return static_cast<double>(v) / 1000; };
+  TTFT_ASSIGN_OR_RETURN(std::vector<PromSeries> series,
+                        client.QueryRange(expr, ms(from_ms), ms(to_ms), ms(step_ms)));
+  if (from_ms + n * step_ms != to_ms) {
+    TTFT_ASSIGN_OR_RETURN(std::vector<PromSeries> last, client.Query(expr, ms(to_ms)));
+    std::map<Labels, size_t> index;
+    for (size_t i = 0; i < series.size(); ++i) index.emplace(series[i].labels, i);
+    for (PromSeries& s : last) {
+      auto it = index.find(s.labels);
+      if (it == index.end()) {
+        series.push_back(std::move(s));
+      } else {
+        series[it->second].points.insert(series[it->second].points.end(), s.points.begin(),
+                                         s.points.end());
+      }
+    }
+  }
+  if (series.empty()) {
+    return Status::NotFound(
+        fmt::format("Prometheus: no series match {} in [{}, {}]", expr, ms(from_ms), ms(to_ms)));
   }
   return SnapshotsFromSeries(series);
 }

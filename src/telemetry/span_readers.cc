@@ -18,7 +18,6 @@ namespace ttft {
 namespace {
 
 namespace od = simdjson::ondemand;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The span JSONL keys, in the order SpanJsonlWriter writes them.
 enum Field : int {

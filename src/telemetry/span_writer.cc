@@ -106,7 +106,8 @@ Status SpanJsonlWriter::Open(const std::string& path) {
   path_ = path;
   file_ = std::fopen(path.c_str(), "wb");
   if (file_ == nullptr) {
-    return Status::IoError(fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
+    return Status::IoError(
+        fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
   }
   buf_.reserve(1 << 20);
   return Status::Ok();
