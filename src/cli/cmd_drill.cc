@@ -11,7 +11,9 @@
 
 #include "cli/commands.h"
 #include "cli/sim_output.h"
+#include "ttft/diagnose.h"
 #include "ttft/model.h"
+#include "ttft/report.h"
 #include "ttft/scenario.h"
 
 namespace ttft::cli {
@@ -53,11 +55,44 @@ nlohmann::json DrillWindowJson(const WindowSymptoms& w) {
   return j;
 }
 
+// Forwards to the drill's OutputSink and keeps every span in a table for the diagnosis.
+class DiagnosingSink : public SimulationSink {
+ public:
+  explicit DiagnosingSink(OutputSink& out) : out_(out) {}
+  Status OnSpan(const Span& span) override {
+    AddSpanToTable(span, table_);
+    return out_.OnSpan(span);
+  }
+  Status OnSnapshot(const MetricSnapshot& snapshot) override {
+    snapshots_.push_back(snapshot);
+    return out_.OnSnapshot(snapshot);
+  }
+  const SpanTable& table() const { return table_; }
+  const std::vector<MetricSnapshot>& snapshots() const { return snapshots_; }
+
+ private:
+  OutputSink& out_;
+  SpanTable table_;
+  std::vector<MetricSnapshot> snapshots_;
+};
+
+std::vector<MetricSnapshot> SnapshotsIn(const std::vector<MetricSnapshot>& all, double from,
+                                        double to) {
+  std::vector<MetricSnapshot> out;
+  const MetricSnapshot* before = nullptr;
+  for (const MetricSnapshot& s : all) {
+    if (s.timestamp_s < from) before = &s;
+    if (s.timestamp_s >= from && s.timestamp_s <= to) out.push_back(s);
+  }
+  if (before != nullptr) out.insert(out.begin(), *before);
+  return out;
+}
+
 }  // namespace
 
 Runner RegisterDrill(CLI::App& app) {
   struct Opts {
-    std::string scenario = "seed-drill", out, format = "text";
+    std::string scenario = "seed-drill", out, format = "text", variant = "seed";
     int64_t seed = -1;
     bool quiet = false;
   };
@@ -65,13 +100,25 @@ Runner RegisterDrill(CLI::App& app) {
   app.add_option("--scenario", o->scenario, "Scenario file or built-in name")
       ->capture_default_str();
   app.add_option("--seed", o->seed, "Override the scenario's seed");
+  app.add_option("--variant", o->variant,
+                 "seed (the deploy), no-deploy (a new tenant, no deploy) or one-region (a drained "
+                 "pool in one region)")
+      ->check(CLI::IsMember({"seed", "no-deploy", "one-region"}))
+      ->capture_default_str();
   app.add_option("--format", o->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   app.add_option("--out", o->out, "Also write spans.jsonl, metrics/ and summary.json here");
   app.add_flag("--quiet", o->quiet, "No progress on standard error");
   return [o]() -> Status {
-    TTFT_ASSIGN_OR_RETURN(Scenario sc, LoadScenarioArg(o->scenario));
+    std::string name = o->scenario;
+    if (o->variant != "seed") {
+      if (name != "seed-drill") {
+        return Status::Invalid("--variant and --scenario are exclusive: a variant is a scenario");
+      }
+      name = "drill-" + o->variant;
+    }
+    TTFT_ASSIGN_OR_RETURN(Scenario sc, LoadScenarioArg(name));
     if (o->seed >= 0) sc.workload.seed = static_cast<uint64_t>(o->seed);
     const Windows win = AnalysisWindows(sc);
     if (!win.has_change) {
@@ -81,8 +128,21 @@ Runner RegisterDrill(CLI::App& app) {
     }
     OutputSink sink;
     TTFT_RETURN_IF_ERROR(sink.Open(o->out));
-    TTFT_ASSIGN_OR_RETURN(SimulationResult r, RunWithProgress(sc, sink, o->quiet));
+    DiagnosingSink dsink(sink);
+    SimulateOptions sim_opts;
+    TTFT_ASSIGN_OR_RETURN(SimulationResult r, Simulate(sc, dsink, sim_opts));
     TTFT_RETURN_IF_ERROR(sink.Close());
+    DiagnosisInput din;
+    din.baseline = {&dsink.table(), win.before_from, win.before_to};
+    din.incident = {&dsink.table(), win.after_from, win.after_to};
+    din.change_at_s = win.change_at_s;
+    din.baseline_snapshots = SnapshotsIn(dsink.snapshots(), win.before_from, win.before_to);
+    din.incident_snapshots = SnapshotsIn(dsink.snapshots(), win.after_from, win.after_to);
+    din.sources.push_back("simulated: " + sc.name);
+    for (const AppliedEvent& e : r.events) {
+      din.annotations.push_back({e.at_s, std::string(ToString(e.kind)), e.target, e.detail});
+    }
+    TTFT_ASSIGN_OR_RETURN(DiagnosisReport diagnosis, Diagnose(din));
     const WindowSymptoms before = sink.symptoms().Compute(win.before_from, win.before_to);
     const WindowSymptoms after = sink.symptoms().Compute(win.after_from, win.after_to);
     const HardwareConfig& hw = sc.replicas.front().engine.hardware;
@@ -107,8 +167,13 @@ Runner RegisterDrill(CLI::App& app) {
       for (const Check& c : checks) {
         sig.push_back({{"check", c.what}, {"pass", c.pass}, {"observed", c.observed}});
       }
+      const nlohmann::json dj = ReportJson(diagnosis);
       nlohmann::json j{
           {"scenario", sc.name},
+          {"variant", o->variant},
+          {"verdict", dj["verdict"]},
+          {"hypotheses", dj["hypotheses"]},
+          {"diagnosis", dj},
           {"seed", sc.workload.seed},
           {"change_at_s", win.change_at_s},
           {"events", events},
@@ -150,6 +215,7 @@ Runner RegisterDrill(CLI::App& app) {
         "\nCost check ({} {} on {} x{}): prefill 1,000 uncached tokens after a 5,000-token "
         "cached prefix {:.3f} s (seed ~0.07 s); 6,000 uncached {:.3f} s (seed ~0.42 s).\n",
         hw.model.name, ToString(hw.weight_dtype), hw.gpu.name, hw.tp, cached_s, cold_s);
+    std::cout << "\n== Diagnosis (ttft diagnose) ==\n\n" << RenderText(diagnosis, colour);
     return Status::Ok();
   };
 }

@@ -18,6 +18,7 @@ Runner RegisterSimulate(CLI::App& app);
 Runner RegisterDrill(CLI::App& app);
 Runner RegisterCost(CLI::App& app);
 Runner RegisterStats(CLI::App& app);
+Runner RegisterDiagnose(CLI::App& app);
 
 // True when standard error is a terminal (progress and colour go there only then).
 bool StderrIsTty();

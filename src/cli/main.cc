@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
   add("cost", "Print the cost model's prefill and decode times for a configuration",
       ttft::cli::RegisterCost);
   add("stats", "Tail statistics of spans or metrics, per group", ttft::cli::RegisterStats);
+  add("diagnose", "Decompose a TTFT regression, rank its causes with evidence, and report it",
+      ttft::cli::RegisterDiagnose);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,58 @@
+// Hypothesis `kv_pressure` (ttft/diagnose.h; the seed's reasoning in docs/diagnosis.md).
+//
+// Seed: "Queue time up with hit rate flat and preemptions up -> (3)". When the KV
+// cache cannot hold the running batch, vLLM preempts the newest request and
+// recomputes it later: preemptions per request and KV usage rise. Output lengths
+// up as well is decode_heavy.
+#include "diagnose/rule_util.h"
+
+namespace ttft::diag {
+namespace {
+
+class KvPressureRule final : public HypothesisRule {
+ public:
+  std::string_view id() const override { return "kv_pressure"; }
+  Hypothesis Evaluate(const Evidence& ev) const override {
+    Hypothesis h;
+    h.title = "KV-cache pressure: preemptions and recomputation (raised max_model_len, longer contexts)";
+    h.splitting_metric = "preemptions per request (vllm:num_preemptions_total / requests) and KV-cache usage (vllm:kv_cache_usage_perc), with hit rate flat";
+    h.next_check = "Check the deploy for a raised max_model_len or max_num_seqs, and the KV-usage gauge per replica over time";
+    h.fix = "Restore max_model_len / max_num_seqs, or give the KV cache more room (more replicas, gpu_memory_utilization, FP8 KV)";
+    h.prevention = "Alert on preemptions per request and KV usage above 90%; load-test config changes that raise max_model_len with the longest contexts allowed";
+    h.owners = "serving team owns the engine config and capacity";
+    const WindowStats& a = ev.before;
+    const WindowStats& b = ev.after;
+    const double pa = std::isfinite(a.preemptions_per_request) ? a.preemptions_per_request : 0;
+    const double pb = std::isfinite(b.preemptions_per_request) ? b.preemptions_per_request : 0;
+    const double preempt = Ramp(pb - pa, 0.005, 0.05) * Ramp(pb / std::max(pa, 1e-3), 1.5, 3);
+    const double hit_flat =
+        1 - Ramp(std::fabs(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate), 0.1, 0.3);
+    const double out_up = Ramp(Ratio(a.output_tokens_mean, b.output_tokens_mean), 1.2, 2.0);
+    double kv = 0;
+    if (std::isfinite(b.kv_usage)) kv = Ramp(b.kv_usage, 0.85, 0.97);
+    h.confidence = std::max(preempt, 0.5 * kv * preempt) * hit_flat * (1 - 0.6 * out_up);
+    h.evidence.push_back(fmt::format("preemptions per request {:.3f} -> {:.3f}", pa, pb));
+    if (std::isfinite(a.kv_usage) || std::isfinite(b.kv_usage)) {
+      h.evidence.push_back(fmt::format("mean KV-cache usage {} -> {}", Pct(a.kv_usage),
+                                       Pct(b.kv_usage)));
+    }
+    h.evidence.push_back(fmt::format("hit rate {} -> {} (flat is expected for this cause)",
+                                     Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate)));
+    if (a.rejected_too_long > b.rejected_too_long) {
+      h.evidence.push_back(fmt::format(
+          "requests rejected as too long {} -> {}: max_model_len was raised, longer contexts now "
+          "admitted",
+          a.rejected_too_long, b.rejected_too_long));
+      h.confidence = std::min(1.0, h.confidence + 0.1 * (preempt > 0.2));
+    }
+    h.evidence.push_back(fmt::format("output tokens mean {} -> {}", Num(a.output_tokens_mean),
+                                     Num(b.output_tokens_mean)));
+    return h;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<HypothesisRule> MakeKvPressureRule() { return std::make_unique<KvPressureRule>(); }
+
+}  // namespace ttft::diag

@@ -1,0 +1,46 @@
+// Hypothesis `load_surge` (ttft/diagnose.h; the seed's reasoning in docs/diagnosis.md).
+//
+// The request rate rose while everything per request stayed flat: prompt and
+// uncached tokens, output lengths, hit rate. The queue grows because utilisation
+// rose (rho / (1 - rho)), not because requests got heavier.
+#include "diagnose/rule_util.h"
+
+namespace ttft::diag {
+namespace {
+
+class LoadSurgeRule final : public HypothesisRule {
+ public:
+  std::string_view id() const override { return "load_surge"; }
+  Hypothesis Evaluate(const Evidence& ev) const override {
+    Hypothesis h;
+    h.title = "Load surge: more requests, each one the same";
+    h.splitting_metric = "request rate against per-request work (uncached tokens, output tokens) and hit rate";
+    h.next_check = "Find where the extra requests come from (tenant, client, retry storm) and the utilisation of the busiest pool";
+    h.fix = "Add replicas to the saturated pool or shed / rate-limit the surplus (retries with backoff)";
+    h.prevention = "Autoscaling on queue time or utilisation with headroom; per-tenant rate limits; capacity alerts before p99 TTFT moves";
+    h.owners = "serving team (capacity)";
+    const WindowStats& a = ev.before;
+    const WindowStats& b = ev.after;
+    const double rate_x = Ratio(a.request_rate_rps, b.request_rate_rps);
+    const double uncached_x = Ratio(a.uncached_tokens_mean, b.uncached_tokens_mean);
+    const double output_x = Ratio(a.output_tokens_mean, b.output_tokens_mean);
+    const double hit_flat =
+        1 - Ramp(std::fabs(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate), 0.05, 0.2);
+    h.confidence = Ramp(rate_x, 1.1, 1.5) * Flat(uncached_x, 1.12) * Flat(output_x, 1.12) * hit_flat;
+    h.evidence.push_back(fmt::format("request rate {:.2f} -> {:.2f} rps ({})", a.request_rate_rps,
+                                     b.request_rate_rps, X(rate_x)));
+    h.evidence.push_back(fmt::format(
+        "per request: uncached tokens {} -> {} ({}), output tokens {} -> {} ({}), hit rate {} -> "
+        "{}",
+        Num(a.uncached_tokens_mean), Num(b.uncached_tokens_mean), X(uncached_x),
+        Num(a.output_tokens_mean), Num(b.output_tokens_mean), X(output_x),
+        Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate)));
+    return h;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<HypothesisRule> MakeLoadSurgeRule() { return std::make_unique<LoadSurgeRule>(); }
+
+}  // namespace ttft::diag

@@ -1,0 +1,97 @@
+// Hypothesis `prefix_cache_collapse` (ttft/diagnose.h; the seed's reasoning in docs/diagnosis.md).
+//
+// Seed: "Queue time up with cache hit rate down -> (1)". Prefix caching needs a
+// byte-identical prefix; a template that puts a timestamp or per-user field ahead of
+// the static system prompt makes every block hash unique. The signal is WITHIN a
+// tenant: cached tokens per request fall (the ratio alone also falls when prompts
+// grow, so the rule reads the absolute cached tokens). A drop confined to one replica
+// is a cold replica (bad_replica), not a template.
+#include "diagnose/rule_util.h"
+
+namespace ttft::diag {
+namespace {
+
+class PrefixCacheCollapseRule final : public HypothesisRule {
+ public:
+  std::string_view id() const override { return "prefix_cache_collapse"; }
+  Hypothesis Evaluate(const Evidence& ev) const override {
+    Hypothesis h;
+    h.title = "Prefix-cache hit rate collapsed (dynamic content ahead of the static prefix)";
+    h.splitting_metric = "prefix-cache hit rate per tenant (vllm:prefix_cache_hits / vllm:prefix_cache_queries; span cached_tokens / prompt_tokens), before vs after";
+    h.next_check = "Diff the rendered prompt of the old and new template version: find the request-variable field that now precedes the static system prompt";
+    h.fix = "Restore the static-first order: system prompt and tool schemas before anything per-request, timestamps and user fields last; roll back via the flag first";
+    h.prevention = "A CI lint that fails when the first N tokens of the rendered template contain request-variable fields; template changes versioned and canaried as deploys, gated on hit rate and p99 TTFT";
+    h.owners = "app team owns the template; serving team owns the cache; both watch the hit-rate metric on one dashboard";
+    const GroupSplit* ten = ev.Split("tenant");
+    const GroupRow* best = nullptr;
+    double best_score = 0;
+    auto consider = [&](const GroupRow& r) {
+      if (r.before.ok < 20 || r.after.ok < 20) return;
+      const double drop = 1 - Ratio(r.before.cached_tokens_mean, r.after.cached_tokens_mean);
+      const double hit_drop = r.before.prefix_cache_hit_rate - r.after.prefix_cache_hit_rate;
+      const double s = Ramp(drop, 0.2, 0.7) * Ramp(hit_drop, 0.05, 0.3) *
+                       (0.6 + 0.4 * std::max(r.contribution, r.share_after));
+      if (s > best_score) {
+        best_score = s;
+        best = &r;
+      }
+    };
+    if (ten != nullptr) {
+      for (const GroupRow& r : ten->rows) consider(r);
+    }
+    // Concentration of the lost cached tokens on one replica.
+    double concentration = 0;
+    if (const GroupSplit* rep = ev.Split("replica"); rep != nullptr && rep->rows.size() >= 3) {
+      double total = 0, largest = 0;
+      for (const GroupRow& r : rep->rows) {
+        if (r.before.ok < 20 || r.after.ok < 1) continue;
+        const double loss = std::max(0.0, r.before.cached_tokens_mean - r.after.cached_tokens_mean) *
+                            static_cast<double>(r.after.ok);
+        total += loss;
+        largest = std::max(largest, loss);
+      }
+      concentration = total > 0 ? Ramp(largest / total, 0.6, 0.9) : 0;
+    }
+    bool template_changed = false;
+    for (const std::string& c : ev.label_changes) {
+      if (c.rfind("template", 0) == 0) template_changed = true;
+    }
+    h.confidence = 0.9 * best_score * (1 - 0.8 * concentration) +
+                   (template_changed && best_score > 0.2 ? 0.1 : 0);
+    const WindowStats& a = ev.before;
+    const WindowStats& b = ev.after;
+    if (best != nullptr) {
+      h.evidence.push_back(fmt::format(
+          "tenant {}: hit rate {} -> {}; cached tokens per request {} -> {}; {} of the p99 "
+          "increase",
+          best->value, Pct1(best->before.prefix_cache_hit_rate),
+          Pct1(best->after.prefix_cache_hit_rate), Num(best->before.cached_tokens_mean),
+          Num(best->after.cached_tokens_mean), Pct(best->contribution)));
+    }
+    h.evidence.push_back(fmt::format("fleet hit rate {} -> {}; p99 queue time {} -> {} ({})",
+                                     Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate),
+                                     Secs(a.queue_s.p99), Secs(b.queue_s.p99),
+                                     X(Ratio(a.queue_s.p99, b.queue_s.p99))));
+    h.evidence.push_back(fmt::format("prompt tokens p99 {} -> {} ({}): the prompts did not grow",
+                                     Num(a.prompt_tokens_p99), Num(b.prompt_tokens_p99),
+                                     X(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99))));
+    if (concentration > 0) {
+      h.evidence.push_back("the lost cache hits are concentrated on one replica (a cold replica?)");
+    }
+    for (const std::string& c : ev.label_changes) {
+      if (c.rfind("template", 0) == 0) h.evidence.push_back(c);
+    }
+    if (!ev.has_spans) {
+      h.evidence.push_back("metrics only: fleet-level hit rate, no per-tenant split");
+      h.confidence = Ramp(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate, 0.05, 0.3) *
+                     Ramp(Ratio(a.queue_s.p99, b.queue_s.p99), 1.2, 3);
+    }
+    return h;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<HypothesisRule> MakePrefixCacheCollapseRule() { return std::make_unique<PrefixCacheCollapseRule>(); }
+
+}  // namespace ttft::diag

@@ -1,0 +1,70 @@
+// Hypothesis `scheduler_config` (ttft/diagnose.h; the seed's reasoning in docs/diagnosis.md).
+//
+// Seed: "(2) a scheduler change -- max_num_batched_tokens or chunked prefill
+// disabled -- lets long prefills block the queue". Two signatures, both with the hit
+// rate and the prompt lengths flat: (a) stalls: the p99 of each request's longest
+// inter-token gap jumps while the median ITL does not (a whole prefill ran in one
+// step); (b) a smaller token budget: prefill time per uncached token up while the
+// decode ITL is flat or down -- the GPU is not slower, the schedule is.
+#include "diagnose/rule_util.h"
+
+namespace ttft::diag {
+namespace {
+
+class SchedulerConfigRule final : public HypothesisRule {
+ public:
+  std::string_view id() const override { return "scheduler_config"; }
+  Hypothesis Evaluate(const Evidence& ev) const override {
+    Hypothesis h;
+    h.title = "Scheduler change: long prefills block the queue (chunked prefill, max_num_batched_tokens)";
+    h.splitting_metric = "p99 of per-request max inter-token latency against median ITL, and prefill time per uncached token against ITL (scheduler vs GPU), with hit rate and prompt p99 flat";
+    h.next_check = "Diff the engine config of the deploy: enable_chunked_prefill, max_num_batched_tokens, long_prefill_token_threshold";
+    h.fix = "Restore the previous scheduler settings (chunked prefill on, the previous max_num_batched_tokens); roll back the config deploy first";
+    h.prevention = "Treat engine-config changes as deploys: canary with a p99 TTFT and max-ITL gate; keep a load test with long prompts in CI for scheduler changes";
+    h.owners = "serving team owns the engine config";
+    const WindowStats& a = ev.before;
+    const WindowStats& b = ev.after;
+    const double itl_x = Ratio(a.itl_p50_s, b.itl_p50_s);
+    const double stall_x = Ratio(a.itl_max_p99_s, b.itl_max_p99_s);
+    const double per_tok_x = Ratio(a.prefill_s_per_1k_uncached, b.prefill_s_per_1k_uncached);
+    const double spike = std::isfinite(itl_x) && itl_x > 0 ? stall_x / itl_x : stall_x;
+    const double stalls = Ramp(stall_x, 1.3, 2.5) * Ramp(spike, 1.2, 2.0);
+    const double budget = Ramp(per_tok_x, 1.2, 1.8) * (1 - Ramp(itl_x, 1.05, 1.25));
+    const double hit_flat =
+        1 - Ramp(std::fabs(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate), 0.05, 0.2);
+    const double prompt_flat = Flat(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99), 1.15) *
+                               Flat(Ratio(a.prompt_tokens_mean, b.prompt_tokens_mean), 1.1);
+    const double queued = Ramp(Ratio(a.ttft_s.p99, b.ttft_s.p99), 1.1, 1.5);
+    bool deploy_changed = false;
+    for (const std::string& c : ev.label_changes) {
+      if (c.rfind("deploy", 0) == 0) deploy_changed = true;
+    }
+    const double core = std::max(stalls, budget) * hit_flat * prompt_flat * queued;
+    h.confidence = 0.9 * core + (deploy_changed && core > 0.2 ? 0.1 : 0);
+    h.evidence.push_back(fmt::format(
+        "p99 of per-request max ITL {} -> {} ({}) while median ITL {} -> {} ({})",
+        Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s), X(stall_x), Secs(a.itl_p50_s),
+        Secs(b.itl_p50_s), X(itl_x)));
+    h.evidence.push_back(fmt::format("prefill time per 1k uncached tokens {} -> {} ({})",
+                                     Secs(a.prefill_s_per_1k_uncached),
+                                     Secs(b.prefill_s_per_1k_uncached), X(per_tok_x)));
+    h.evidence.push_back(fmt::format(
+        "hit rate {} -> {}, prompt p99 {} -> {}: the work per request did not change",
+        Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate), Num(a.prompt_tokens_p99),
+        Num(b.prompt_tokens_p99)));
+    for (const std::string& c : ev.label_changes) {
+      if (c.rfind("deploy", 0) == 0) h.evidence.push_back(c);
+    }
+    if (!ev.has_spans) {
+      h.runnable = false;
+      h.not_run_reason = "needs per-request max ITL and prefill per token (spans)";
+    }
+    return h;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<HypothesisRule> MakeSchedulerConfigRule() { return std::make_unique<SchedulerConfigRule>(); }
+
+}  // namespace ttft::diag
