@@ -166,10 +166,10 @@ class Replica {
   // limit), dropping any planned step.
   void AbortAll(double now, const FinishFn& on_finish);
 
-  // Longest prefix of `block_hashes` present in the prefix cache, in blocks.
+  // Longest prefix of the request's block hashes present in the prefix cache, in blocks.
   // Approximate: binary search, exact when a chain's cached blocks form a prefix
   // (the common case, since LRU eviction frees a chain's tail first).
-  int64_t CachedPrefixBlocks(const std::vector<uint64_t>& block_hashes) const;
+  int64_t CachedPrefixBlocks(const Request& request) const;
 
   int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
   int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }

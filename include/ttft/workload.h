@@ -26,6 +26,7 @@
 #define TTFT_WORKLOAD_H_
 
 #include <cstdint>
+#include <climits>
 #include <memory>
 #include <random>
 #include <string>
@@ -36,9 +37,43 @@
 
 namespace ttft {
 
-// The simulator's random source. Fixed algorithm (not std::default_random_engine),
-// so the same seed gives the same run on every platform and library version.
-using Rng = std::mt19937_64;
+// The simulator's random source: xoshiro256** (Blackman & Vigna, "Scrambled
+// linear pseudorandom number generators", 2018), seeded through SplitMix64 as its
+// authors recommend. A fixed algorithm, so the same seed gives the same run on every
+// platform and library version; and cheap to construct, which matters because a
+// per-user segment's length is drawn from a generator seeded by the user's key on
+// every request (mt19937_64 fills a 2.5 KB state per construction).
+class Rng {
+ public:
+  using result_type = uint64_t;
+  explicit Rng(uint64_t seed = 1) { this->seed(seed); }
+  void seed(uint64_t seed) {
+    for (uint64_t& w : s_) {
+      seed += 0x9e3779b97f4a7c15ULL;  // SplitMix64
+      uint64_t z = seed;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      w = z ^ (z >> 31);
+    }
+  }
+  static constexpr result_type min() { return 0; }
+  static constexpr result_type max() { return ~result_type{0}; }
+  result_type operator()() {
+    const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = Rotl(s_[3], 45);
+    return result;
+  }
+
+ private:
+  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t s_[4];
+};
 
 // A distribution of non-negative values (token counts, lengths).
 struct Distribution {
@@ -124,6 +159,11 @@ struct Request {
   int32_t output_tokens = 0;  // tokens to generate (ignore_eos semantics)
   // Hashes of the prompt's full KV blocks, chained (block i depends on 0..i).
   std::vector<uint64_t> block_hashes;
+  // Blocks at index >= unique_from_block hold content unique to this request (their
+  // chain passes through a per_request segment), so no other request can share
+  // them. A hint the engine uses to keep them out of its shared hash map; it
+  // changes no result.
+  int32_t unique_from_block = INT32_MAX;
   int32_t tenant = 0;      // index into WorkloadSpec::tenant names
   int32_t template_label = 0;  // index into RequestSource::template_labels()
 };

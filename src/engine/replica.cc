@@ -8,8 +8,8 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 
+#include "absl/container/flat_hash_map.h"
 #include "ttft/engine.h"
 
 namespace ttft {
@@ -100,32 +100,42 @@ class Replica::BlockPool {
   int64_t num_free() const { return num_free_; }
   int32_t ref(int32_t id) const { return blocks_[id].ref; }
 
+  // The block caching `hash`, or -1. Map entries are evicted lazily: an entry is
+  // live only while its block still holds that hash.
   int32_t Lookup(uint64_t hash) const {
     auto it = cached_.find(hash);
-    return it == cached_.end() ? -1 : it->second;
+    if (it == cached_.end()) return -1;
+    const Block& b = blocks_[it->second];
+    return b.hashed && b.hash == hash ? it->second : -1;
   }
 
   // A cache hit takes a reference; a free block leaves the free queue (touch()).
   void Touch(int32_t id) {
     Block& b = blocks_[id];
-    if (b.ref == 0) Unlink(id);
+    if (b.ref == 0) {
+      b.free = false;  // its queue entry goes stale
+      --num_free_;
+    }
     ++b.ref;
   }
 
   // Pops the LRU free block, evicting its cached hash (get_new_blocks).
   // REQUIRES: num_free() > 0.
   int32_t Allocate() {
-    const int32_t id = head_;
-    assert(id >= 0);
-    Unlink(id);
-    Block& b = blocks_[id];
-    if (b.hashed) {
-      auto it = cached_.find(b.hash);
-      if (it != cached_.end() && it->second == id) cached_.erase(it);
+    assert(num_free_ > 0);
+    for (;;) {
+      const Entry e = queue_.front();
+      queue_.pop_front();
+      Block& b = blocks_[e.id];
+      if (!b.free || b.stamp != e.stamp) continue;  // stale: touched since it was queued
+      b.free = false;
+      --num_free_;
+      // Evicting leaves the map entry behind (dead); Cache() overwrites it and
+      // Compact() sweeps dead entries when they outnumber the blocks.
       b.hashed = false;
+      b.ref = 1;
+      return e.id;
     }
-    b.ref = 1;
-    return id;
   }
 
   // Drops a reference; a block reaching zero joins the free queue's tail.
@@ -140,36 +150,63 @@ class Replica::BlockPool {
   void Cache(int32_t id, uint64_t hash) {
     Block& b = blocks_[id];
     if (b.hashed) return;
-    if (cached_.emplace(hash, id).second) {
-      b.hash = hash;
-      b.hashed = true;
+    auto [it, inserted] = cached_.try_emplace(hash, id);
+    if (!inserted) {
+      const Block& holder = blocks_[it->second];
+      if (holder.hashed && holder.hash == hash) return;  // live elsewhere: no dedup
+      it->second = id;                                   // replace a dead entry
     }
+    b.hash = hash;
+    b.hashed = true;
+    b.shared = true;
+    if (cached_.size() > 2 * blocks_.size() + 1024) Compact();
+  }
+
+  // Registers a block whose content is unique to its request: only that request,
+  // resumed after a preemption, can hit it, through its remembered block ids
+  // (HoldsHash). Equivalent to Cache() for every lookup that can happen.
+  void CachePrivate(int32_t id, uint64_t hash) {
+    Block& b = blocks_[id];
+    if (b.hashed) return;
+    b.hash = hash;
+    b.hashed = true;
+    b.shared = false;
+  }
+
+  bool HoldsHash(int32_t id, uint64_t hash) const {
+    const Block& b = blocks_[id];
+    return b.hashed && b.hash == hash;
   }
 
   void Clear() {
-    for (auto& [hash, id] : cached_) blocks_[id].hashed = false;
+    for (Block& b : blocks_) b.hashed = false;
     cached_.clear();
   }
 
   Status Check(const std::vector<int32_t>& expected_refs) const {
-    int64_t free_count = 0;
-    int32_t prev = -1;
-    for (int32_t id = head_; id >= 0; id = blocks_[id].next) {
-      if (blocks_[id].ref != 0) return Status::Internal(fmt::format("block {} free with ref", id));
-      if (blocks_[id].prev != prev) return Status::Internal("free queue links broken");
-      prev = id;
-      ++free_count;
+    int64_t live = 0;
+    std::vector<int> seen(blocks_.size(), 0);
+    for (const Entry& e : queue_) {
+      const Block& b = blocks_[e.id];
+      if (!b.free || b.stamp != e.stamp) continue;
+      if (b.ref != 0) return Status::Internal(fmt::format("block {} free with ref", e.id));
+      if (++seen[e.id] > 1) return Status::Internal(fmt::format("block {} queued twice", e.id));
+      ++live;
     }
-    if (free_count != num_free_) return Status::Internal("free count mismatch");
+    if (live != num_free_) return Status::Internal("free count mismatch");
     for (size_t i = 0; i < blocks_.size(); ++i) {
       if (blocks_[i].ref != expected_refs[i]) {
-        return Status::Internal(
-            fmt::format("block {} ref {} but {} holders", i, blocks_[i].ref, expected_refs[i]));
+        return Status::Internal(fmt::format("block {} ref {} but {} holders", i, blocks_[i].ref,
+                                            expected_refs[i]));
+      }
+      if ((blocks_[i].ref == 0) != blocks_[i].free) {
+        return Status::Internal(fmt::format("block {} free flag disagrees with ref", i));
       }
     }
-    for (const auto& [hash, id] : cached_) {
-      if (!blocks_[id].hashed || blocks_[id].hash != hash) {
-        return Status::Internal(fmt::format("cache map entry for block {} is stale", id));
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      if (blocks_[i].hashed && blocks_[i].shared &&
+          Lookup(blocks_[i].hash) != static_cast<int32_t>(i)) {
+        return Status::Internal(fmt::format("hashed block {} is not reachable from the map", i));
       }
     }
     return Status::Ok();
@@ -177,42 +214,55 @@ class Replica::BlockPool {
 
  private:
   struct Block {
-    int32_t ref = 0;
-    int32_t prev = -1, next = -1;
-    bool hashed = false;
     uint64_t hash = 0;
+    int32_t ref = 0;
+    uint32_t stamp = 0;   // bumped at every enqueue; tells live queue entries from stale
+    bool free = false;    // in the free queue (ref == 0)
+    bool hashed = false;  // holds `hash` and can be hit
+    bool shared = false;  // reachable through the map (else only by its own request)
+  };
+  // The LRU free queue (FreeKVCacheBlockQueue) as a FIFO with lazy deletion: a
+  // touched block's entry stays behind and is skipped when it reaches the front.
+  // Pops read sequential memory, where a linked list chased pointers through the
+  // block array. Stale entries are swept when they outnumber the blocks.
+  struct Entry {
+    int32_t id;
+    uint32_t stamp;
   };
 
   void PushBack(int32_t id) {
     Block& b = blocks_[id];
-    b.prev = tail_;
-    b.next = -1;
-    if (tail_ >= 0)
-      blocks_[tail_].next = id;
-    else
-      head_ = id;
-    tail_ = id;
+    ++b.stamp;
+    b.free = true;
+    queue_.push_back({id, b.stamp});
     ++num_free_;
+    if (queue_.size() > 2 * blocks_.size() + 1024) SweepQueue();
   }
 
-  void Unlink(int32_t id) {
-    Block& b = blocks_[id];
-    if (b.prev >= 0)
-      blocks_[b.prev].next = b.next;
-    else
-      head_ = b.next;
-    if (b.next >= 0)
-      blocks_[b.next].prev = b.prev;
-    else
-      tail_ = b.prev;
-    b.prev = b.next = -1;
-    --num_free_;
+  void SweepQueue() {
+    std::deque<Entry> live;
+    for (const Entry& e : queue_) {
+      const Block& b = blocks_[e.id];
+      if (b.free && b.stamp == e.stamp) live.push_back(e);
+    }
+    queue_.swap(live);
+  }
+
+  // Drops dead entries. Amortised O(1) per insertion: it runs only when the map
+  // has grown past twice the number of blocks.
+  void Compact() {
+    absl::erase_if(cached_, [this](const auto& kv) {
+      const Block& b = blocks_[kv.second];
+      return !(b.hashed && b.hash == kv.first);
+    });
   }
 
   std::vector<Block> blocks_;
-  int32_t head_ = -1, tail_ = -1;
+  std::deque<Entry> queue_;
   int64_t num_free_ = 0;
-  std::unordered_map<uint64_t, int32_t> cached_;
+  // Open addressing (Abseil's SwissTable): this map is the simulator's hottest
+  // structure, probed once per prompt block on lookup and on caching.
+  absl::flat_hash_map<uint64_t, int32_t> cached_;
 };
 
 // ---------------------------------------------------------------------------
@@ -228,6 +278,7 @@ struct Replica::Seq {
   bool capped = false;      // target cut by max_model_len (finish reason "length")
   int64_t num_cached = -1;  // prefix-cache hit at first scheduling (vLLM num_cached_tokens)
   std::vector<int32_t> blocks;
+  std::vector<int32_t> preempted_blocks;  // block ids held before the last preemption
   int64_t num_hashed = 0;  // leading blocks registered in the prefix cache
   double queued_s = 0;
   double scheduled_s = -1;
@@ -307,17 +358,28 @@ int64_t Replica::LookupPrefix(const Seq& s, std::vector<int32_t>& hits) const {
   const auto& hashes = s.req->block_hashes;
   const int64_t max_blocks = std::min<int64_t>((s.num_tokens - 1) / config_.block_size,
                                                static_cast<int64_t>(hashes.size()));
-  for (int64_t i = 0; i < max_blocks; ++i) {
+  const int64_t shared_blocks = std::min<int64_t>(max_blocks, s.req->unique_from_block);
+  for (int64_t i = 0; i < shared_blocks; ++i) {
     const int32_t id = pool_->Lookup(hashes[static_cast<size_t>(i)]);
-    if (id < 0) break;
+    if (id < 0) return static_cast<int64_t>(hits.size()) * config_.block_size;
+    hits.push_back(id);
+  }
+  // Request-unique blocks can only be this request's own, from before a preemption.
+  const auto& own = s.preempted_blocks;
+  for (int64_t i = shared_blocks; i < max_blocks && i < static_cast<int64_t>(own.size()); ++i) {
+    const int32_t id = own[static_cast<size_t>(i)];
+    if (!pool_->HoldsHash(id, hashes[static_cast<size_t>(i)])) break;
     hits.push_back(id);
   }
   return static_cast<int64_t>(hits.size()) * config_.block_size;
 }
 
-int64_t Replica::CachedPrefixBlocks(const std::vector<uint64_t>& hashes) const {
+int64_t Replica::CachedPrefixBlocks(const Request& req) const {
+  const auto& hashes = req.block_hashes;
   if (!config_.enable_prefix_caching || hashes.empty()) return 0;
-  int64_t lo = 0, hi = static_cast<int64_t>(hashes.size());  // answer in [lo, hi]
+  // Request-unique blocks are in no other request's cache.
+  int64_t lo = 0, hi = std::min<int64_t>(static_cast<int64_t>(hashes.size()),
+                                         req.unique_from_block);  // answer in [lo, hi]
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
     if (pool_->Lookup(hashes[static_cast<size_t>(mid - 1)]) >= 0)
@@ -333,8 +395,12 @@ void Replica::CacheFullBlocks(Seq& s, int64_t num_tokens) {
   const auto& hashes = s.req->block_hashes;
   const int64_t full =
       std::min<int64_t>(num_tokens / config_.block_size, static_cast<int64_t>(hashes.size()));
+  const int64_t unique_from = s.req->unique_from_block;
   for (int64_t i = s.num_hashed; i < full; ++i) {
-    pool_->Cache(s.blocks[static_cast<size_t>(i)], hashes[static_cast<size_t>(i)]);
+    const int32_t id = s.blocks[static_cast<size_t>(i)];
+    const uint64_t h = hashes[static_cast<size_t>(i)];
+    if (i < unique_from) pool_->Cache(id, h);
+    else pool_->CachePrivate(id, h);
   }
   s.num_hashed = std::max(s.num_hashed, full);
 }
@@ -373,6 +439,7 @@ void Replica::FreeSeq(Seq& s) {
 }
 
 void Replica::Preempt(Seq& victim) {
+  victim.preempted_blocks = victim.blocks;
   FreeSeq(victim);
   victim.num_computed = 0;
   ++victim.preemptions;
@@ -540,6 +607,7 @@ double Replica::PlanSingleStep(double now) {
       if (!config_.enable_chunked_prefill && num_new > budget) break;
       num_new = std::min(num_new, budget);
       if (!TryAllocate(*s, num_new, hit_scratch_)) break;
+      s->preempted_blocks.clear();
       waiting_.pop_front();
       running_.push_back(s);
       if (s->num_cached < 0) {

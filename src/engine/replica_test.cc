@@ -114,10 +114,10 @@ TEST(PrefixCache, LruEvictsOldestFreeAndTailBlocksFirst) {
   h.RunToIdle();
   h.replica.Enqueue(MakeRequest(2, 7 * 16 - 1, 1, 3, 0), h.now, h.fn);
   h.RunToIdle();
-  std::vector<uint64_t> a, b;
+  Request a, b;
   for (int i = 0; i < 4; ++i) {
-    a.push_back((1ull << 20) + static_cast<uint64_t>(i));
-    b.push_back((2ull << 20) + static_cast<uint64_t>(i));
+    a.block_hashes.push_back((1ull << 20) + static_cast<uint64_t>(i));
+    b.block_hashes.push_back((2ull << 20) + static_cast<uint64_t>(i));
   }
   EXPECT_EQ(h.replica.CachedPrefixBlocks(b), 4);
   EXPECT_EQ(h.replica.CachedPrefixBlocks(a), 1);
@@ -271,6 +271,42 @@ TEST(Property, RandomLoadOnTightCache) {
       EXPECT_EQ(f.output_tokens, h.prompt_output[seq].second);
     }
     EXPECT_EQ(h.replica.num_free_blocks(), h.replica.num_blocks());
+  }
+}
+
+// Keeping request-unique blocks out of the shared map (Request::unique_from_block)
+// must change nothing: same token times under heavy preemption, where resumed
+// requests re-hit their own blocks.
+TEST(Property, UniqueBlockHintChangesNoResult) {
+  auto run = [](bool hint) {
+    std::mt19937_64 rng(42);
+    EngineConfig c = SmallConfig(200, 1024);
+    c.max_model_len = 2048;
+    c.max_num_seqs = 24;
+    auto h = std::make_unique<Harness>(c);
+    int64_t n = 0;
+    for (int round = 0; round < 300; ++round) {
+      if (rng() % 2 == 0) {
+        const int32_t prompt = 16 + static_cast<int32_t>(rng() % 700);
+        const int32_t out = 1 + static_cast<int32_t>(rng() % 300);
+        const int32_t shared = static_cast<int32_t>(rng() % 20);
+        auto req = MakeRequest(n++, prompt, out, rng() % 3, shared);
+        if (hint) req->unique_from_block = shared;
+        h->replica.Enqueue(std::move(req), h->now, h->fn);
+      }
+      if (h->replica.step_planned() || !h->Step()) h->now += 0.005;
+    }
+    h->RunToIdle();
+    return h;
+  };
+  auto plain = run(false);
+  auto hinted = run(true);
+  ASSERT_EQ(plain->finished.size(), hinted->finished.size());
+  EXPECT_GT(plain->replica.metrics().num_preemptions, 10u);
+  EXPECT_EQ(plain->replica.metrics().num_preemptions, hinted->replica.metrics().num_preemptions);
+  for (const auto& [seq, f] : plain->by_seq) {
+    EXPECT_DOUBLE_EQ(f.last_token_s, hinted->by_seq[seq].last_token_s) << seq;
+    EXPECT_EQ(f.cached_tokens, hinted->by_seq[seq].cached_tokens) << seq;
   }
 }
 

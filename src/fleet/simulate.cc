@@ -219,7 +219,7 @@ int32_t Simulation::Route(const Request& req) {
         const int32_t i = cand[(start + k) % n];
         const double hit =
             static_cast<double>(
-                slots_[static_cast<size_t>(i)].engine->CachedPrefixBlocks(req.block_hashes)) /
+                slots_[static_cast<size_t>(i)].engine->CachedPrefixBlocks(req)) /
             blocks;
         const double l = static_cast<double>(load(i)) / static_cast<double>(max_load + 1);
         const double score = sc_.router.prefix_weight * hit - sc_.router.load_weight * l;

@@ -395,6 +395,7 @@ Status RequestSourceImpl::Refill(TenantSource& s) {
   r.template_label = plan.label;
   s.pieces.clear();
   int64_t prompt = 0;
+  int64_t first_unique_token = -1;
   for (size_t i = 0; i < plan.segments.size(); ++i) {
     const SegmentPlan& sp = plan.segments[i];
     PromptPiece p;
@@ -416,6 +417,7 @@ Status RequestSourceImpl::Refill(TenantSource& s) {
       case SegmentKind::kPerRequest:
         p.key = Combine(sp.key, static_cast<uint64_t>(s.counter));
         p.tokens = RoundTokens(sp.dist->Sample(s.content_rng));
+        if (first_unique_token < 0 && p.tokens > 0) first_unique_token = prompt;
         break;
     }
     prompt += p.tokens;
@@ -425,6 +427,9 @@ Status RequestSourceImpl::Refill(TenantSource& s) {
   r.prompt_tokens = static_cast<int32_t>(std::min<int64_t>(prompt, kMaxPromptTokens));
   r.output_tokens = RoundTokens(s.spec->output_tokens.Sample(s.output_rng));
   ComputeBlockHashes(s.pieces, spec_.block_size, s.salt, r.block_hashes);
+  if (first_unique_token >= 0) {
+    r.unique_from_block = static_cast<int32_t>(first_unique_token / spec_.block_size);
+  }
   s.has_pending = true;
   return Status::Ok();
 }
@@ -462,6 +467,7 @@ Status RequestSourceImpl::Refill(TraceSource& s) {
   } else {
     s.pieces.push_back(
         {Combine(Combine(s.key_base, "req"), static_cast<uint64_t>(s.count)), r.prompt_tokens});
+    r.unique_from_block = 0;  // an Azure prompt is unique content
   }
   ComputeBlockHashes(s.pieces, spec_.block_size, 0, r.block_hashes);
   ++s.count;
