@@ -156,7 +156,7 @@ TEST(Simulate, SummaryEventsAreInTheSpansTimeBase) {
   auto summary = nlohmann::json::parse(ReadFile(d / "summary.json"));
   ASSERT_GE(summary["events"].size(), 1u);
   EXPECT_EQ(summary["events"][0]["kind"], "deploy_template");
-  EXPECT_DOUBLE_EQ(summary["events"][0]["at_s"].get<double>(), 1200.0);
+  EXPECT_DOUBLE_EQ(summary["events"][0]["at_s"].get<double>(), 1800.0);
   fs::remove_all(d);
 }
 
