@@ -1,0 +1,81 @@
+// Simulated requests per wall-clock second on one core, for the seed drill and for
+// one hour of a chat workload on 8 replicas (issue 2's speed goal: >= 100,000/s).
+//
+//   build/sim_bench [REPEATS]
+//
+// Each scenario runs REPEATS times (default 3) into a sink that keeps nothing (the
+// simulator alone) and once into a sink that formats every span as JSON and every
+// scrape as exposition text (what `ttft simulate` pays, minus the disk). The best
+// repeat is reported: these machines are shared and noisy.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "ttft/fleet.h"
+#include "ttft/scenario.h"
+#include "ttft/telemetry.h"
+
+namespace {
+
+class NullSink : public ttft::SimulationSink {
+ public:
+  ttft::Status OnSpan(const ttft::Span&) override { return ttft::Status::Ok(); }
+  ttft::Status OnSnapshot(const ttft::MetricSnapshot&) override { return ttft::Status::Ok(); }
+};
+
+class FormatSink : public ttft::SimulationSink {
+ public:
+  ttft::Status OnSpan(const ttft::Span& s) override {
+    buf_.clear();
+    ttft::AppendSpanJson(s, buf_);
+    bytes += buf_.size() + 1;
+    return ttft::Status::Ok();
+  }
+  ttft::Status OnSnapshot(const ttft::MetricSnapshot& snap) override {
+    bytes += ttft::FormatExposition(snap).size();
+    return ttft::Status::Ok();
+  }
+  size_t bytes = 0;
+
+ private:
+  std::string buf_;
+};
+
+template <typename Sink>
+double TimeRun(const ttft::Scenario& sc, int64_t& requests, int64_t& steps) {
+  Sink sink;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = ttft::Simulate(sc, sink, {});
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!r.ok()) {
+    fmt::print(stderr, "{}\n", r.status().ToString());
+    std::exit(1);
+  }
+  requests = r->requests;
+  steps = r->steps;
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int repeats = argc > 1 ? std::atoi(argv[1]) : 3;
+  fmt::print("{:<18} {:>9} {:>11} {:>9} {:>13} {:>15}\n", "scenario", "requests", "engine steps",
+             "best s", "requests/s", "with output/s");
+  for (const char* name : {"seed-drill", "bench-chat-8x1h"}) {
+    auto sc = ttft::BuiltinScenario(name);
+    if (!sc.ok()) {
+      fmt::print(stderr, "{}\n", sc.status().ToString());
+      return 1;
+    }
+    int64_t requests = 0, steps = 0;
+    double best = 1e30;
+    for (int i = 0; i < repeats; ++i) best = std::min(best, TimeRun<NullSink>(*sc, requests, steps));
+    double with_output = TimeRun<FormatSink>(*sc, requests, steps);
+    fmt::print("{:<18} {:>9} {:>11} {:>9.3f} {:>13.0f} {:>15.0f}\n", name, requests, steps, best,
+               static_cast<double>(requests) / best, static_cast<double>(requests) / with_output);
+  }
+  return 0;
+}
