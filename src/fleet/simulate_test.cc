@@ -205,6 +205,96 @@ TEST(Simulate, DrainAndRestartAndSlowReplica) {
   EXPECT_GT(ma / static_cast<double>(after.size()), 2.0 * mb / static_cast<double>(before.size()));
 }
 
+// Property test over random scenarios: random fleets (sizes, GPUs, TP, budgets,
+// chunking, tight KV caches), random templates and tenants, random events. Every
+// request ends exactly once, no duration is negative, ttft >= queue, cached tokens
+// never exceed prompt tokens.
+TEST(Simulate, PropertiesHoldOnRandomScenarios) {
+  for (uint64_t seed = 100; seed < 112; ++seed) {
+    Rng rng(seed);
+    auto pick = [&](int64_t n) { return static_cast<int64_t>(rng() % static_cast<uint64_t>(n)); };
+    Scenario sc;
+    sc.name = "random";
+    sc.duration_s = 20 + static_cast<double>(pick(40));
+    sc.scrape_interval_s = 3;
+    sc.router.kind = static_cast<RouterSpec::Kind>(pick(3));
+    const int64_t n_rep = 1 + pick(4);
+    for (int64_t i = 0; i < n_rep; ++i) {
+      ReplicaSpec r;
+      r.name = "r" + std::to_string(i);
+      r.region = pick(2) == 0 ? "a" : "b";
+      r.engine.hardware = *MakeHardwareConfig("llama-3.1-8b", pick(2) == 0 ? "h100-sxm" : "a100",
+                                              Dtype::kBf16, 1 << pick(3));
+      r.engine.max_model_len = 4096;
+      r.engine.enable_chunked_prefill = pick(3) != 0;
+      r.engine.max_num_batched_tokens = r.engine.enable_chunked_prefill ? 256 << pick(5) : 4096;
+      r.engine.max_num_seqs = 4 << pick(5);
+      r.engine.num_gpu_blocks = pick(2) == 0 ? 0 : 256 + pick(2000);  // often tight: preemption
+      r.engine.long_prefill_token_threshold = pick(4) == 0 ? 512 : 0;
+      sc.replicas.push_back(r);
+    }
+    TemplateSpec t;
+    t.name = "app";
+    for (int v = 0; v < 2; ++v) {
+      TemplateVersion tv;
+      tv.version = "v" + std::to_string(v + 1);
+      tv.segments = {
+          {"system", SegmentKind::kStatic, "system", Distribution::Fixed(16 + pick(1500))},
+          {"user", SegmentKind::kPerUser, "", Distribution::Fixed(pick(300))},
+          {"q", SegmentKind::kPerRequest, "", Distribution::Fixed(1 + pick(800))}};
+      if (v == 1) std::swap(tv.segments[0], tv.segments[2]);
+      t.versions.push_back(tv);
+    }
+    sc.workload.templates = {t};
+    const int64_t n_ten = 1 + pick(3);
+    for (int64_t k = 0; k < n_ten; ++k) {
+      TenantSpec ten;
+      ten.name = "t" + std::to_string(k);
+      ten.template_name = "app";
+      ten.template_version = "v1";
+      ten.arrivals.kind = pick(2) == 0 ? ArrivalSpec::Kind::kPoisson : ArrivalSpec::Kind::kGamma;
+      ten.arrivals.cv = 0.5 + static_cast<double>(pick(4));
+      ten.arrivals.rate_rps = 1 + static_cast<double>(pick(30));
+      ten.output_tokens = Distribution::Fixed(1 + pick(400));
+      ten.users = 1 + pick(50);
+      sc.workload.tenants.push_back(ten);
+    }
+    sc.workload.duration_s = sc.duration_s;
+    sc.workload.seed = seed;
+    sc.drain_limit_s = 120;
+    const double at = sc.duration_s / 2;
+    FleetEvent e;
+    e.at_s = at;
+    switch (pick(4)) {
+      case 0:
+        e.kind = EventKind::kDeployTemplate;
+        e.template_name = "app";
+        e.version = "v2";
+        sc.workload.template_switches.push_back({at, "", "app", "v2"});
+        break;
+      case 1:
+        e.kind = EventKind::kRestartReplica;
+        e.replicas = {"r0"};
+        break;
+      case 2:
+        e.kind = EventKind::kSlowReplica;
+        e.replicas = {"r0"};
+        e.factor = 2.5;
+        break;
+      default:
+        e.kind = EventKind::kDrainReplica;
+        e.replicas = {"r0"};
+        break;
+    }
+    sc.events.push_back(e);
+    CollectSink sink;
+    auto r = Simulate(sc, sink, {});
+    ASSERT_TRUE(r.ok()) << "seed " << seed << ": " << r.status().ToString();
+    SCOPED_TRACE(seed);
+    CheckSpanProperties(sink.spans, r->requests);
+  }
+}
+
 TEST(Simulate, UnknownReplicaInEventIsAnError) {
   Scenario sc = SmallScenario(1, 1, 5, RouterSpec::Kind::kRoundRobin);
   FleetEvent e;
