@@ -48,9 +48,10 @@ Runner RegisterSimulate(CLI::App& app) {
     }
     OutputSink sink;
     TTFT_RETURN_IF_ERROR(sink.Open(o->out));
+    const Windows win = AnalysisWindows(sc);
+    sink.KeepOnly(win.before_from, win.before_to, win.after_from, win.after_to);
     TTFT_ASSIGN_OR_RETURN(SimulationResult r, RunWithProgress(sc, sink, o->quiet));
     TTFT_RETURN_IF_ERROR(sink.Close());
-    const Windows win = AnalysisWindows(sc);
     nlohmann::json summary = SummaryJson(sc, r, win, sink.symptoms());
     const std::string path = (std::filesystem::path(o->out) / "summary.json").string();
     std::ofstream f(path);
@@ -73,8 +74,7 @@ Runner RegisterSimulate(CLI::App& app) {
                                     c.Compute(win.after_from, win.after_to),
                                     StdoutIsTty() && std::getenv("NO_COLOR") == nullptr);
     } else {
-      const WindowSymptoms w = c.Compute(win.after_from, win.after_to);
-      std::cout << SymptomTableText(w, w, false);
+      std::cout << SymptomColumnText(c.Compute(win.after_from, win.after_to));
     }
     std::cout << fmt::format("wrote {}/spans.jsonl, {}/metrics/ ({} files), {}\n", o->out, o->out,
                              r.snapshots, path);

@@ -31,8 +31,20 @@ Status OutputSink::Open(const std::string& out_dir) {
   return spans_.Open((fs::path(out_dir) / "spans.jsonl.partial").string());
 }
 
+void OutputSink::KeepOnly(double before_from, double before_to, double after_from,
+                          double after_to) {
+  filter_ = true;
+  keep_[0] = before_from;
+  keep_[1] = before_to;
+  keep_[2] = after_from;
+  keep_[3] = after_to;
+}
+
 Status OutputSink::OnSpan(const Span& span) {
-  symptoms_.Add(span);
+  const double t = span.arrival_s;
+  if (!filter_ || (t >= keep_[0] && t < keep_[1]) || (t >= keep_[2] && t < keep_[3])) {
+    symptoms_.Add(span);
+  }
   if (out_dir_.empty()) return Status::Ok();
   return spans_.Write(span);
 }
@@ -195,6 +207,28 @@ std::string SymptomTableText(const WindowSymptoms& a, const WindowSymptoms& b, b
       Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99), false);
   row("preemptions", Count(static_cast<double>(a.preemptions)),
       Count(static_cast<double>(b.preemptions)), "", b.preemptions > 2 * a.preemptions + 10);
+  return out;
+}
+
+std::string SymptomColumnText(const WindowSymptoms& w) {
+  std::string out;
+  auto row = [&](const char* name, const std::string& v) {
+    out += fmt::format("{:<24}{:>16}\n", name, v);
+  };
+  row("window", fmt::format("[{:.0f},{:.0f}) s", w.from_s, w.to_s));
+  row("requests", Count(static_cast<double>(w.requests)));
+  row("request rate", fmt::format("{:.2f}/s", w.request_rate_rps));
+  row("p50 TTFT", Secs(w.ttft_p50_s));
+  row("p90 TTFT", Secs(w.ttft_p90_s));
+  row("p99 TTFT", Secs(w.ttft_p99_s));
+  row("p99 queue time", Secs(w.queue_p99_s));
+  row("p99 prefill time", Secs(w.prefill_p99_s));
+  row("inter-token latency p50", Secs(w.itl_p50_s));
+  row("error rate", Pct(w.error_rate));
+  row("replicas", Count(static_cast<double>(w.replicas)));
+  row("prefix-cache hit rate", Pct(w.prefix_cache_hit_rate));
+  row("p99 prompt tokens", Count(w.prompt_tokens_p99));
+  row("preemptions", Count(static_cast<double>(w.preemptions)));
   return out;
 }
 

@@ -19,6 +19,9 @@ class OutputSink : public SimulationSink {
  public:
   // Creates out_dir (and out_dir/metrics) when non-empty.
   Status Open(const std::string& out_dir);
+  // Keeps symptom records only for spans arriving inside `windows` (their before
+  // and after windows), so memory is bounded by the windows, not the run length.
+  void KeepOnly(double before_from, double before_to, double after_from, double after_to);
   Status OnSpan(const Span& span) override;
   Status OnSnapshot(const MetricSnapshot& snapshot) override;
   Status Close();
@@ -26,6 +29,8 @@ class OutputSink : public SimulationSink {
 
  private:
   std::string out_dir_;
+  bool filter_ = false;
+  double keep_[4] = {0, 0, 0, 0};
   SpanJsonlWriter spans_;
   SymptomCollector symptoms_;
 };
@@ -48,6 +53,9 @@ nlohmann::json SummaryJson(const Scenario& sc, const SimulationResult& r, const 
 // The symptom table, before and after, with ratios; plain text (colour on a TTY).
 std::string SymptomTableText(const WindowSymptoms& before, const WindowSymptoms& after,
                              bool colour);
+
+// One window's symptoms as a two-column table (a run with no change to compare).
+std::string SymptomColumnText(const WindowSymptoms& w);
 
 // Runs a scenario with progress on standard error (when it is a terminal and not
 // quiet) and returns its result.
