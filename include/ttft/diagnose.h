@@ -80,7 +80,6 @@ class SymptomCollector {
   double max_arrival_s_ = 0;
 };
 
-
 // =============================================================================
 // The diagnosis of a regression (docs/diagnosis.md)
 // =============================================================================
@@ -173,8 +172,8 @@ struct WindowStats {
   double request_rate_rps = kMissing;
   double error_rate = kMissing;
   TermQuantiles ttft_s, queue_s, prefill_s, front_end_s;
-  double itl_p50_s = kMissing;      // median of per-request mean ITL
-  double itl_max_p99_s = kMissing;  // p99 of per-request max ITL (stalls)
+  double itl_p50_s = kMissing;              // median of per-request mean ITL
+  double itl_max_p99_s = kMissing;          // p99 of per-request max ITL (stalls)
   double prefix_cache_hit_rate = kMissing;  // sum(cached) / sum(prompt)
   double cached_tokens_mean = kMissing;
   double uncached_tokens_mean = kMissing;
@@ -197,8 +196,8 @@ struct WindowStats {
 struct Decomposition {
   TermQuantiles before_ttft, before_front_end, before_queue, before_prefill;
   TermQuantiles after_ttft, after_front_end, after_queue, after_prefill;
-  double tail_before_ttft = kMissing, tail_before_front_end = kMissing, tail_before_queue = kMissing,
-         tail_before_prefill = kMissing;
+  double tail_before_ttft = kMissing, tail_before_front_end = kMissing,
+         tail_before_queue = kMissing, tail_before_prefill = kMissing;
   double tail_after_ttft = kMissing, tail_after_front_end = kMissing, tail_after_queue = kMissing,
          tail_after_prefill = kMissing;
   double share_front_end = kMissing, share_queue = kMissing, share_prefill = kMissing;
@@ -219,14 +218,14 @@ struct GroupRow {
 };
 
 struct GroupSplit {
-  std::string dimension;      // tenant, replica, region, template, model, deploy
+  std::string dimension;       // tenant, replica, region, template, model, deploy
   std::vector<GroupRow> rows;  // sorted by contribution, largest first
 };
 
 // One ranked cause.
 struct Hypothesis {
-  std::string id;     // e.g. "prefix_cache_collapse" (stable; the JSON's `id`)
-  std::string title;  // a short human title
+  std::string id;         // e.g. "prefix_cache_collapse" (stable; the JSON's `id`)
+  std::string title;      // a short human title
   double confidence = 0;  // 0..1
   bool runnable = true;   // false: the input lacks what the rule reads
   std::string not_run_reason;
@@ -242,7 +241,7 @@ struct Hypothesis {
 // replica, and a queueing estimate of the wait.
 struct Magnitude {
   bool available = false;
-  std::string cost_model;  // "llama-3.3-70b fp8 tp2 h100-sxm"
+  std::string cost_model;                      // "llama-3.3-70b fp8 tp2 h100-sxm"
   double prefill_compute_before_s = kMissing;  // mean per request, cost model
   double prefill_compute_after_s = kMissing;
   double utilisation_before = kMissing;  // of the busiest replica (prefill + decode share)
@@ -272,7 +271,7 @@ struct GroupSeries {
 };
 
 struct Action {
-  std::string kind;   // "mitigate", "fix", "prevent", "investigate"
+  std::string kind;  // "mitigate", "fix", "prevent", "investigate"
   std::string text;
   std::string owner;  // "app team", "serving team", "" when not clear
 };
@@ -351,8 +350,8 @@ WindowStats ComputeWindowStats(const SpanTable& table, std::span<const uint32_t>
 
 // Stats of a window from metric snapshots alone (reduced fidelity: quantiles from
 // histogram buckets; no per-request figures). REQUIRES: >= 2 snapshots.
-Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snapshots,
-                                           double from_s, double to_s);
+Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snapshots, double from_s,
+                                           double to_s);
 
 }  // namespace ttft
 

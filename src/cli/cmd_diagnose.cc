@@ -32,8 +32,8 @@ Result<double> ParseTimeArg(const std::string& s) {
       R"(^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$)");
   std::smatch m;
   if (!std::regex_match(s, m, re)) {
-    return Status::Invalid(
-        fmt::format("time \"{}\": expected seconds or an RFC 3339 time like 2025-06-01T12:00:00Z", s));
+    return Status::Invalid(fmt::format(
+        "time \"{}\": expected seconds or an RFC 3339 time like 2025-06-01T12:00:00Z", s));
   }
   std::tm tm{};
   tm.tm_year = std::stoi(m[1]) - 1900;
@@ -108,7 +108,8 @@ Result<std::vector<Annotation>> ReadEvents(const std::string& path) {
       return Status::Invalid(fmt::format("{}:{}: not a JSON event object", path, n));
     }
     auto one = AnnotationsFromJson(nlohmann::json::array({e}));
-    if (one.empty()) return Status::Invalid(fmt::format("{}:{}: event needs at_s or time", path, n));
+    if (one.empty())
+      return Status::Invalid(fmt::format("{}:{}: event needs at_s or time", path, n));
     out.push_back(one.front());
   }
   return out;
@@ -215,12 +216,15 @@ Status LoadAll(const std::vector<std::string>& inputs, Loaded& out) {
     }
   }
   std::sort(out.snapshots.begin(), out.snapshots.end(),
-            [](const MetricSnapshot& a, const MetricSnapshot& b) { return a.timestamp_s < b.timestamp_s; });
+            [](const MetricSnapshot& a, const MetricSnapshot& b) {
+              return a.timestamp_s < b.timestamp_s;
+            });
   return Status::Ok();
 }
 
 // The snapshots covering [from, to]: those inside, plus the last one before `from`.
-std::vector<MetricSnapshot> SnapsFor(const std::vector<MetricSnapshot>& all, double from, double to) {
+std::vector<MetricSnapshot> SnapsFor(const std::vector<MetricSnapshot>& all, double from,
+                                     double to) {
   std::vector<MetricSnapshot> out;
   const MetricSnapshot* before = nullptr;
   for (const MetricSnapshot& s : all) {
@@ -263,8 +267,10 @@ Runner RegisterDiagnose(CLI::App& app) {
   app.add_option("--window", o->window_s, "Window length on either side of --change-at, s");
   app.add_option("--baseline-window", o->baseline_window, "Explicit baseline window FROM:TO");
   app.add_option("--incident-window", o->incident_window, "Explicit incident window FROM:TO");
-  app.add_option("--events", o->events, "Change annotations: JSON/JSONL {at_s|time, kind, target, detail}");
-  app.add_option("--prometheus", o->prometheus, "Prometheus base URL (needs --change-at, --window)");
+  app.add_option("--events", o->events,
+                 "Change annotations: JSON/JSONL {at_s|time, kind, target, detail}");
+  app.add_option("--prometheus", o->prometheus,
+                 "Prometheus base URL (needs --change-at, --window)");
   app.add_option("--selector", o->selector, "Prometheus label selector, e.g. model_name=\"x\"");
   app.add_option("--format", o->format, "text, markdown, json or html")
       ->check(CLI::IsMember({"text", "markdown", "json", "html"}))
@@ -308,7 +314,8 @@ Runner RegisterDiagnose(CLI::App& app) {
       TTFT_RETURN_IF_ERROR(LoadAll(o->baseline, *base));
       TTFT_RETURN_IF_ERROR(LoadAll(o->incident, *inc));
       if (base->has_spans != inc->has_spans) {
-        return Status::Invalid("the baseline and incident inputs differ in kind (spans vs metrics)");
+        return Status::Invalid(
+            "the baseline and incident inputs differ in kind (spans vs metrics)");
       }
       in.baseline = {base->has_spans ? &base->spans : nullptr, base->min_arrival,
                      std::nextafter(base->max_arrival, INFINITY)};

@@ -23,12 +23,9 @@ using diag::X;
 
 std::string_view ToString(Verdict v) {
   switch (v) {
-    case Verdict::kRegression:
-      return "regression";
-    case Verdict::kNoRegression:
-      return "no_regression";
-    case Verdict::kInsufficientData:
-      return "insufficient_data";
+    case Verdict::kRegression: return "regression";
+    case Verdict::kNoRegression: return "no_regression";
+    case Verdict::kInsufficientData: return "insufficient_data";
   }
   return "?";
 }
@@ -42,9 +39,9 @@ const GroupSplit* Evidence::Split(std::string_view dimension) const {
 
 namespace {
 
-constexpr std::array<SpanLabel, 6> kDimensions = {SpanLabel::kTenant,   SpanLabel::kReplica,
-                                                  SpanLabel::kRegion,   SpanLabel::kTemplate,
-                                                  SpanLabel::kModel,    SpanLabel::kDeploy};
+constexpr std::array<SpanLabel, 6> kDimensions = {SpanLabel::kTenant, SpanLabel::kReplica,
+                                                  SpanLabel::kRegion, SpanLabel::kTemplate,
+                                                  SpanLabel::kModel,  SpanLabel::kDeploy};
 
 std::vector<uint32_t> RowsIn(const SpanWindow& w) {
   std::vector<uint32_t> rows;
@@ -200,7 +197,8 @@ std::vector<TimePoint> Series(const SpanTable& t, const std::vector<uint32_t>& r
   if (buckets <= 0 || to_s <= from_s) return pts;
   const double width = (to_s - from_s) / buckets;
   std::vector<std::vector<double>> ttft(static_cast<size_t>(buckets));
-  std::vector<double> prompt(static_cast<size_t>(buckets), 0), cached(static_cast<size_t>(buckets), 0);
+  std::vector<double> prompt(static_cast<size_t>(buckets), 0),
+      cached(static_cast<size_t>(buckets), 0);
   std::vector<int64_t> n(static_cast<size_t>(buckets), 0);
   for (uint32_t r : rows) {
     const int b = std::clamp(static_cast<int>((t.arrival_s()[r] - from_s) / width), 0, buckets - 1);
@@ -244,8 +242,10 @@ double TailTestP(const std::vector<double>& a, const std::vector<double>& b) {
   pooled.insert(pooled.end(), b.begin(), b.end());
   const double thr = Quantile(pooled, 0.99);
   const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
-  const double xa = static_cast<double>(std::count_if(a.begin(), a.end(), [&](double v) { return v > thr; }));
-  const double xb = static_cast<double>(std::count_if(b.begin(), b.end(), [&](double v) { return v > thr; }));
+  const double xa =
+      static_cast<double>(std::count_if(a.begin(), a.end(), [&](double v) { return v > thr; }));
+  const double xb =
+      static_cast<double>(std::count_if(b.begin(), b.end(), [&](double v) { return v > thr; }));
   const double p = (xa + xb) / (na + nb);
   const double se = std::sqrt(p * (1 - p) * (1 / na + 1 / nb));
   if (se <= 0) return 1;
@@ -274,14 +274,13 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
   }
   if (A.table != nullptr && A.table == B.table && A.from_s < B.to_s && B.from_s < A.to_s) {
     return Status::Invalid(fmt::format(
-        "the baseline [{:.0f}, {:.0f}) s and incident [{:.0f}, {:.0f}) s windows overlap",
-        A.from_s, A.to_s, B.from_s, B.to_s));
+        "the baseline [{:.0f}, {:.0f}) s and incident [{:.0f}, {:.0f}) s windows overlap", A.from_s,
+        A.to_s, B.from_s, B.to_s));
   }
   const bool has_spans = A.table != nullptr && B.table != nullptr;
   const bool has_metrics = in.baseline_snapshots.size() >= 2 && in.incident_snapshots.size() >= 2;
   if (!has_spans && !has_metrics) {
-    return Status::Invalid(
-        "no data: each window needs spans or at least 2 metric snapshots");
+    return Status::Invalid("no data: each window needs spans or at least 2 metric snapshots");
   }
   DiagnosisReport rep;
   rep.sources = in.sources;
@@ -302,8 +301,10 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
       if (mb.ok()) rep.incident.kv_usage = mb->kv_usage;
     }
   } else {
-    TTFT_ASSIGN_OR_RETURN(rep.baseline, WindowStatsFromMetrics(in.baseline_snapshots, A.from_s, A.to_s));
-    TTFT_ASSIGN_OR_RETURN(rep.incident, WindowStatsFromMetrics(in.incident_snapshots, B.from_s, B.to_s));
+    TTFT_ASSIGN_OR_RETURN(rep.baseline,
+                          WindowStatsFromMetrics(in.baseline_snapshots, A.from_s, A.to_s));
+    TTFT_ASSIGN_OR_RETURN(rep.incident,
+                          WindowStatsFromMetrics(in.incident_snapshots, B.from_s, B.to_s));
     rep.fidelity_notes.push_back(
         "metrics only: quantiles come from histogram buckets (PromQL histogram_quantile); no "
         "per-request decomposition of the tail, no splits by tenant or template, no "
@@ -329,9 +330,9 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
     };
     const auto ma = models_of(*A.table, rows_a), mb = models_of(*B.table, rows_b);
     if (!ma.empty() && !mb.empty() && ma != mb) {
-      return Status::Invalid(fmt::format(
-          "the baseline and incident serve different models ({} vs {}): not comparable",
-          fmt::join(ma, ","), fmt::join(mb, ",")));
+      return Status::Invalid(
+          fmt::format("the baseline and incident serve different models ({} vs {}): not comparable",
+                      fmt::join(ma, ","), fmt::join(mb, ",")));
     }
   }
 
@@ -343,7 +344,8 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
     rep.test_samples_baseline = static_cast<int64_t>(sa.size());
     rep.test_samples_incident = static_cast<int64_t>(sb.size());
   }
-  const bool enough = rep.baseline.ok >= opt.min_ok_requests && rep.incident.ok >= opt.min_ok_requests;
+  const bool enough =
+      rep.baseline.ok >= opt.min_ok_requests && rep.incident.ok >= opt.min_ok_requests;
   rep.p50_ratio = Ratio(rep.baseline.ttft_s.p50, rep.incident.ttft_s.p50);
   if (has_spans && enough) {
     BootstrapOptions bo;
@@ -441,10 +443,9 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
       for (GroupRow& r : split.rows) {
         r.contribution = pos_excess > 0 ? std::max(0.0, r.tail_excess) / pos_excess : 0;
       }
-      std::stable_sort(split.rows.begin(), split.rows.end(),
-                       [](const GroupRow& x, const GroupRow& y) {
-                         return x.contribution > y.contribution;
-                       });
+      std::stable_sort(
+          split.rows.begin(), split.rows.end(),
+          [](const GroupRow& x, const GroupRow& y) { return x.contribution > y.contribution; });
       // Label values that appear or disappear between the windows.
       if (label == SpanLabel::kTemplate || label == SpanLabel::kDeploy ||
           label == SpanLabel::kTenant || label == SpanLabel::kModel) {
@@ -475,12 +476,13 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
           Pct(r.share_after), Pct(r.contribution)));
     }
   } else {
-    rep.fidelity_notes.push_back("no spans: splits by tenant, replica, region and template skipped");
+    rep.fidelity_notes.push_back(
+        "no spans: splits by tenant, replica, region and template skipped");
   }
 
   // Hypotheses.
-  Evidence ev{rep.baseline, rep.incident, rep.decomposition, rep.groups, rep.label_changes,
-              has_spans, has_metrics};
+  Evidence ev{rep.baseline,      rep.incident, rep.decomposition, rep.groups,
+              rep.label_changes, has_spans,    has_metrics};
   for (const auto& rule : DefaultRules()) {
     Hypothesis h = rule->Evaluate(ev);
     h.id = std::string(rule->id());
@@ -491,17 +493,17 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
     }
     rep.hypotheses.push_back(std::move(h));
   }
-  std::stable_sort(rep.hypotheses.begin(), rep.hypotheses.end(),
-                   [](const Hypothesis& x, const Hypothesis& y) {
-                     return x.confidence > y.confidence;
-                   });
+  std::stable_sort(
+      rep.hypotheses.begin(), rep.hypotheses.end(),
+      [](const Hypothesis& x, const Hypothesis& y) { return x.confidence > y.confidence; });
 
   // Magnitude.
   if (has_spans) {
     rep.magnitude = EstimateMagnitude(in, rows_a, rows_b, rep.fidelity_notes);
   } else {
-    rep.fidelity_notes.push_back("no spans: the cost-model magnitude check needs prompt and cached "
-                                 "tokens per request");
+    rep.fidelity_notes.push_back(
+        "no spans: the cost-model magnitude check needs prompt and cached "
+        "tokens per request");
   }
 
   // Charts: a timeline, per-group small multiples, CDFs.
@@ -524,7 +526,8 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
       for (const GroupRow& r : s.rows) {
         if (shown++ >= 12) break;
         const auto& names = it->second.names;
-        const size_t gi = static_cast<size_t>(std::find(names.begin(), names.end(), r.value) - names.begin());
+        const size_t gi =
+            static_cast<size_t>(std::find(names.begin(), names.end(), r.value) - names.begin());
         GroupSeries gs;
         gs.dimension = s.dimension;
         gs.value = r.value;
@@ -539,7 +542,7 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
   }
 
   // Changes near the onset (or the change time), closest first.
-  const double pivot = std::isfinite(rep.onset_s) ? rep.onset_s
+  const double pivot = std::isfinite(rep.onset_s)      ? rep.onset_s
                        : std::isfinite(in.change_at_s) ? in.change_at_s
                                                        : B.from_s;
   const double slack = std::max(60.0, 0.1 * (B.to_s - B.from_s));

@@ -214,7 +214,7 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
   const double compute_x = diag::Ratio(m.prefill_compute_before_s, m.prefill_compute_after_s);
   if (!std::isfinite(obs) || obs < 1.5) {
     m.verdict = (std::isfinite(pred) && pred < 1.5) || !std::isfinite(obs) ? "explained"
-                                                                            : "partly explained";
+                                                                           : "partly explained";
   } else if (b.rho >= 1 || (std::isfinite(pred) && pred >= 1.5 &&
                             std::fabs(std::log(pred / obs)) <= std::log(3.0))) {
     m.verdict = "explained";
@@ -237,16 +237,17 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
   } else if (m.verdict == "explained") {
     why = "the observed change is of the size the compute per request and the load imply";
   } else {
-    why = "the estimate and the observation differ by more than 3x: the compute per request is "
-          "part of the story, not all of it";
+    why =
+        "the estimate and the observation differ by more than 3x: the compute per request is "
+        "part of the story, not all of it";
   }
   m.sentence = fmt::format(
       "Prefill compute per request ({}): {} before, {} after ({}). Busiest replica {}: "
       "utilisation {:.2f} -> {:.2f}. Kingman's G/G/1 wait {} -> {} (Pollaczek-Khinchine M/G/1 "
       "{} -> {}); observed mean queue wait {} -> {} ({}). The change is {}: {}.",
-      m.cost_model, Secs(m.prefill_compute_before_s), Secs(m.prefill_compute_after_s),
-      X(compute_x), b.name, a.rho, b.rho, Wait(a.kingman_s), Wait(b.kingman_s), Wait(a.pk_s),
-      Wait(b.pk_s), Secs(a.queue_mean_s), Secs(b.queue_mean_s), X(obs), m.verdict, why);
+      m.cost_model, Secs(m.prefill_compute_before_s), Secs(m.prefill_compute_after_s), X(compute_x),
+      b.name, a.rho, b.rho, Wait(a.kingman_s), Wait(b.kingman_s), Wait(a.pk_s), Wait(b.pk_s),
+      Secs(a.queue_mean_s), Secs(b.queue_mean_s), X(obs), m.verdict, why);
   return m;
 }
 

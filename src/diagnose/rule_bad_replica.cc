@@ -15,10 +15,18 @@ class BadReplicaRule final : public HypothesisRule {
   Hypothesis Evaluate(const Evidence& ev) const override {
     Hypothesis h;
     h.title = "One replica diverges (cold cache after restart, mis-sized, slow GPU)";
-    h.splitting_metric = "p99 TTFT per replica (and its hit rate and prefill time per token) against the other replicas";
-    h.next_check = "On the diverging replica: its restart time, GPU clocks and errors (nvidia-smi, DCGM), its engine config and its hit rate since the restart";
-    h.fix = "Take the replica out of rotation (drain it) and replace or restart it; fix its config if mis-sized";
-    h.prevention = "Per-replica outlier alerts on p99 TTFT and hit rate; warm caches (or prefix-aware routing ramp-up) after restarts before full traffic";
+    h.splitting_metric =
+        "p99 TTFT per replica (and its hit rate and prefill time per token) against the other "
+        "replicas";
+    h.next_check =
+        "On the diverging replica: its restart time, GPU clocks and errors (nvidia-smi, DCGM), its "
+        "engine config and its hit rate since the restart";
+    h.fix =
+        "Take the replica out of rotation (drain it) and replace or restart it; fix its config if "
+        "mis-sized";
+    h.prevention =
+        "Per-replica outlier alerts on p99 TTFT and hit rate; warm caches (or prefix-aware routing "
+        "ramp-up) after restarts before full traffic";
     h.owners = "serving team owns replicas and routing";
     const GroupSplit* rep = ev.Split("replica");
     if (rep == nullptr || rep->rows.size() < 2) {
@@ -52,7 +60,8 @@ class BadReplicaRule final : public HypothesisRule {
     }
     // One replica, not a pool: the top replica must hold most of what the top two hold.
     const double second = rep->rows.size() > 1 ? rep->rows[1].contribution : 0;
-    const double alone = top.contribution + second > 0 ? top.contribution / (top.contribution + second) : 0;
+    const double alone =
+        top.contribution + second > 0 ? top.contribution / (top.contribution + second) : 0;
     h.confidence = Ramp(top.contribution, 0.35, 0.7) * Ramp(divergence, 1.4, 2.5) *
                    Ramp(alone, 0.6, 0.8) * (1 - region_loss);
     h.evidence.push_back(fmt::format(

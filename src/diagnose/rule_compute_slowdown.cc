@@ -15,10 +15,16 @@ class ComputeSlowdownRule final : public HypothesisRule {
   Hypothesis Evaluate(const Evidence& ev) const override {
     Hypothesis h;
     h.title = "Compute slowdown everywhere (throttling, wrong SKU, TP misconfiguration)";
-    h.splitting_metric = "prefill time per uncached token and median ITL, per replica, before vs after";
-    h.next_check = "GPU clocks, power and temperature (DCGM), the SKU and TP degree of each replica, driver and kernel versions of the deploy";
-    h.fix = "Replace throttled nodes or roll back the image / TP setting that slowed the compute path";
-    h.prevention = "Alert on prefill time per token and ITL per replica against a baseline; pin driver/kernel versions in deploys; a perf canary per image";
+    h.splitting_metric =
+        "prefill time per uncached token and median ITL, per replica, before vs after";
+    h.next_check =
+        "GPU clocks, power and temperature (DCGM), the SKU and TP degree of each replica, driver "
+        "and kernel versions of the deploy";
+    h.fix =
+        "Replace throttled nodes or roll back the image / TP setting that slowed the compute path";
+    h.prevention =
+        "Alert on prefill time per token and ITL per replica against a baseline; pin driver/kernel "
+        "versions in deploys; a perf canary per image";
     h.owners = "serving team (fleet hardware and images)";
     const WindowStats& a = ev.before;
     const WindowStats& b = ev.after;
@@ -40,10 +46,10 @@ class ComputeSlowdownRule final : public HypothesisRule {
     h.evidence.push_back(fmt::format("prefill time per 1k uncached tokens {} -> {} ({})",
                                      Secs(a.prefill_s_per_1k_uncached),
                                      Secs(b.prefill_s_per_1k_uncached), X(per_tok_x)));
-    h.evidence.push_back(fmt::format("median ITL {} -> {} ({})", Secs(a.itl_p50_s),
-                                     Secs(b.itl_p50_s), X(itl_x)));
-    h.evidence.push_back(fmt::format("{} of {} replicas slower per token; request rate {}", slow,
-                                     n, X(rate_x)));
+    h.evidence.push_back(
+        fmt::format("median ITL {} -> {} ({})", Secs(a.itl_p50_s), Secs(b.itl_p50_s), X(itl_x)));
+    h.evidence.push_back(
+        fmt::format("{} of {} replicas slower per token; request rate {}", slow, n, X(rate_x)));
     if (!ev.has_spans) {
       h.runnable = false;
       h.not_run_reason = "needs prefill time and uncached tokens per request (spans)";
@@ -54,6 +60,8 @@ class ComputeSlowdownRule final : public HypothesisRule {
 
 }  // namespace
 
-std::unique_ptr<HypothesisRule> MakeComputeSlowdownRule() { return std::make_unique<ComputeSlowdownRule>(); }
+std::unique_ptr<HypothesisRule> MakeComputeSlowdownRule() {
+  return std::make_unique<ComputeSlowdownRule>();
+}
 
 }  // namespace ttft::diag

@@ -14,10 +14,18 @@ class DecodeHeavyRule final : public HypothesisRule {
   Hypothesis Evaluate(const Evidence& ev) const override {
     Hypothesis h;
     h.title = "Decode-heavy traffic: longer outputs, more concurrent sequences, KV pressure";
-    h.splitting_metric = "output tokens per request and concurrent sequences (vllm:num_requests_running), before vs after";
-    h.next_check = "Which tenant or route asks for longer outputs (max_tokens, a prompt change asking for more), and KV usage per replica";
-    h.fix = "Restore or cap max_tokens for the route that grew; add decode capacity (replicas) if the longer outputs are intended";
-    h.prevention = "Per-route budgets on max_tokens; alerts on output-token p99 and running sequences; capacity plans that count decode time";
+    h.splitting_metric =
+        "output tokens per request and concurrent sequences (vllm:num_requests_running), before vs "
+        "after";
+    h.next_check =
+        "Which tenant or route asks for longer outputs (max_tokens, a prompt change asking for "
+        "more), and KV usage per replica";
+    h.fix =
+        "Restore or cap max_tokens for the route that grew; add decode capacity (replicas) if the "
+        "longer outputs are intended";
+    h.prevention =
+        "Per-route budgets on max_tokens; alerts on output-token p99 and running sequences; "
+        "capacity plans that count decode time";
     h.owners = "app team (max_tokens) with the serving team (capacity)";
     const WindowStats& a = ev.before;
     const WindowStats& b = ev.after;
@@ -25,13 +33,13 @@ class DecodeHeavyRule final : public HypothesisRule {
     const double conc_x = Ratio(a.concurrency, b.concurrency);
     h.confidence = Ramp(out_x, 1.2, 2.0) * Ramp(conc_x, 1.1, 1.6);
     h.evidence.push_back(fmt::format("output tokens mean {} -> {} ({}), p99 {} -> {}",
-                                     Num(a.output_tokens_mean), Num(b.output_tokens_mean),
-                                     X(out_x), Num(a.output_tokens_p99), Num(b.output_tokens_p99)));
+                                     Num(a.output_tokens_mean), Num(b.output_tokens_mean), X(out_x),
+                                     Num(a.output_tokens_p99), Num(b.output_tokens_p99)));
     h.evidence.push_back(fmt::format("concurrent sequences (Little's law) {:.1f} -> {:.1f} ({})",
                                      a.concurrency, b.concurrency, X(conc_x)));
-    h.evidence.push_back(fmt::format("median ITL {} -> {}; preemptions per request {:.3f} -> {:.3f}",
-                                     Secs(a.itl_p50_s), Secs(b.itl_p50_s),
-                                     a.preemptions_per_request, b.preemptions_per_request));
+    h.evidence.push_back(fmt::format(
+        "median ITL {} -> {}; preemptions per request {:.3f} -> {:.3f}", Secs(a.itl_p50_s),
+        Secs(b.itl_p50_s), a.preemptions_per_request, b.preemptions_per_request));
     if (!ev.has_spans) {
       h.runnable = false;
       h.not_run_reason = "needs output tokens and e2e time per request (spans)";
@@ -42,6 +50,8 @@ class DecodeHeavyRule final : public HypothesisRule {
 
 }  // namespace
 
-std::unique_ptr<HypothesisRule> MakeDecodeHeavyRule() { return std::make_unique<DecodeHeavyRule>(); }
+std::unique_ptr<HypothesisRule> MakeDecodeHeavyRule() {
+  return std::make_unique<DecodeHeavyRule>();
+}
 
 }  // namespace ttft::diag

@@ -14,11 +14,20 @@ class KvPressureRule final : public HypothesisRule {
   std::string_view id() const override { return "kv_pressure"; }
   Hypothesis Evaluate(const Evidence& ev) const override {
     Hypothesis h;
-    h.title = "KV-cache pressure: preemptions and recomputation (raised max_model_len, longer contexts)";
-    h.splitting_metric = "preemptions per request (vllm:num_preemptions_total / requests) and KV-cache usage (vllm:kv_cache_usage_perc), with hit rate flat";
-    h.next_check = "Check the deploy for a raised max_model_len or max_num_seqs, and the KV-usage gauge per replica over time";
-    h.fix = "Restore max_model_len / max_num_seqs, or give the KV cache more room (more replicas, gpu_memory_utilization, FP8 KV)";
-    h.prevention = "Alert on preemptions per request and KV usage above 90%; load-test config changes that raise max_model_len with the longest contexts allowed";
+    h.title =
+        "KV-cache pressure: preemptions and recomputation (raised max_model_len, longer contexts)";
+    h.splitting_metric =
+        "preemptions per request (vllm:num_preemptions_total / requests) and KV-cache usage "
+        "(vllm:kv_cache_usage_perc), with hit rate flat";
+    h.next_check =
+        "Check the deploy for a raised max_model_len or max_num_seqs, and the KV-usage gauge per "
+        "replica over time";
+    h.fix =
+        "Restore max_model_len / max_num_seqs, or give the KV cache more room (more replicas, "
+        "gpu_memory_utilization, FP8 KV)";
+    h.prevention =
+        "Alert on preemptions per request and KV usage above 90%; load-test config changes that "
+        "raise max_model_len with the longest contexts allowed";
     h.owners = "serving team owns the engine config and capacity";
     const WindowStats& a = ev.before;
     const WindowStats& b = ev.after;
@@ -33,8 +42,8 @@ class KvPressureRule final : public HypothesisRule {
     h.confidence = std::max(preempt, 0.5 * kv * preempt) * hit_flat * (1 - 0.6 * out_up);
     h.evidence.push_back(fmt::format("preemptions per request {:.3f} -> {:.3f}", pa, pb));
     if (std::isfinite(a.kv_usage) || std::isfinite(b.kv_usage)) {
-      h.evidence.push_back(fmt::format("mean KV-cache usage {} -> {}", Pct(a.kv_usage),
-                                       Pct(b.kv_usage)));
+      h.evidence.push_back(
+          fmt::format("mean KV-cache usage {} -> {}", Pct(a.kv_usage), Pct(b.kv_usage)));
     }
     h.evidence.push_back(fmt::format("hit rate {} -> {} (flat is expected for this cause)",
                                      Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate)));

@@ -14,10 +14,17 @@ class LoadSurgeRule final : public HypothesisRule {
   Hypothesis Evaluate(const Evidence& ev) const override {
     Hypothesis h;
     h.title = "Load surge: more requests, each one the same";
-    h.splitting_metric = "request rate against per-request work (uncached tokens, output tokens) and hit rate";
-    h.next_check = "Find where the extra requests come from (tenant, client, retry storm) and the utilisation of the busiest pool";
-    h.fix = "Add replicas to the saturated pool or shed / rate-limit the surplus (retries with backoff)";
-    h.prevention = "Autoscaling on queue time or utilisation with headroom; per-tenant rate limits; capacity alerts before p99 TTFT moves";
+    h.splitting_metric =
+        "request rate against per-request work (uncached tokens, output tokens) and hit rate";
+    h.next_check =
+        "Find where the extra requests come from (tenant, client, retry storm) and the utilisation "
+        "of the busiest pool";
+    h.fix =
+        "Add replicas to the saturated pool or shed / rate-limit the surplus (retries with "
+        "backoff)";
+    h.prevention =
+        "Autoscaling on queue time or utilisation with headroom; per-tenant rate limits; capacity "
+        "alerts before p99 TTFT moves";
     h.owners = "serving team (capacity)";
     const WindowStats& a = ev.before;
     const WindowStats& b = ev.after;
@@ -26,7 +33,8 @@ class LoadSurgeRule final : public HypothesisRule {
     const double output_x = Ratio(a.output_tokens_mean, b.output_tokens_mean);
     const double hit_flat =
         1 - Ramp(std::fabs(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate), 0.05, 0.2);
-    h.confidence = Ramp(rate_x, 1.1, 1.5) * Flat(uncached_x, 1.12) * Flat(output_x, 1.12) * hit_flat;
+    h.confidence =
+        Ramp(rate_x, 1.1, 1.5) * Flat(uncached_x, 1.12) * Flat(output_x, 1.12) * hit_flat;
     h.evidence.push_back(fmt::format("request rate {:.2f} -> {:.2f} rps ({})", a.request_rate_rps,
                                      b.request_rate_rps, X(rate_x)));
     h.evidence.push_back(fmt::format(

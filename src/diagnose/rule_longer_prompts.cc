@@ -17,9 +17,15 @@ class LongerPromptsRule final : public HypothesisRule {
     Hypothesis h;
     h.title = "Prompts got longer (retrieval depth, tool schemas)";
     h.splitting_metric = "prompt-token p99 per tenant, with prefill time per uncached token flat";
-    h.next_check = "Compare the rendered prompts of the slow requests before and after: retrieval depth (top-k), tool schemas, conversation history kept";
-    h.fix = "Cap or restore the retrieval depth / history length that grew; move growing content after the cached prefix";
-    h.prevention = "A canary gate on prompt-token p99 per tenant and on p99 TTFT; a budget for prompt tokens per route in the app";
+    h.next_check =
+        "Compare the rendered prompts of the slow requests before and after: retrieval depth "
+        "(top-k), tool schemas, conversation history kept";
+    h.fix =
+        "Cap or restore the retrieval depth / history length that grew; move growing content after "
+        "the cached prefix";
+    h.prevention =
+        "A canary gate on prompt-token p99 per tenant and on p99 TTFT; a budget for prompt tokens "
+        "per route in the app";
     h.owners = "app team owns the prompt contents; serving team sizes capacity for them";
     const WindowStats& a = ev.before;
     const WindowStats& b = ev.after;
@@ -35,16 +41,25 @@ class LongerPromptsRule final : public HypothesisRule {
         if (s > growth) {
           growth = s;
           who = &r;
-          collapse = Ramp(1 - Ratio(r.before.cached_tokens_mean, r.after.cached_tokens_mean), 0.3,
-                          0.7);
+          collapse =
+              Ramp(1 - Ratio(r.before.cached_tokens_mean, r.after.cached_tokens_mean), 0.3, 0.7);
         }
       }
     }
     const double per_tok_x = Ratio(a.prefill_s_per_1k_uncached, b.prefill_s_per_1k_uncached);
     const double pa = std::isfinite(a.preemptions_per_request) ? a.preemptions_per_request : 0;
     const double pb = std::isfinite(b.preemptions_per_request) ? b.preemptions_per_request : 0;
+    // Longer prompts that used to be rejected as too long are a raised max_model_len
+    // (the seed files that under KV pressure), not a change in what clients send.
+    const bool admitted =
+        a.rejected_too_long >= 10 && b.rejected_too_long * 2 < a.rejected_too_long;
     h.confidence = growth * Flat(per_tok_x, 1.3) * (1 - collapse) *
-                   (1 - 0.6 * Ramp(pb - pa, 0.01, 0.08));
+                   (1 - 0.6 * Ramp(pb - pa, 0.01, 0.08)) * (admitted ? 0.5 : 1.0);
+    if (admitted) {
+      h.evidence.push_back(fmt::format(
+          "requests rejected as too long {} -> {}: the longer prompts were rejected before",
+          a.rejected_too_long, b.rejected_too_long));
+    }
     if (who != nullptr) {
       h.evidence.push_back(fmt::format(
           "tenant {}: prompt tokens p99 {} -> {}, mean {} -> {}; cached per request {} -> {}",
@@ -68,6 +83,8 @@ class LongerPromptsRule final : public HypothesisRule {
 
 }  // namespace
 
-std::unique_ptr<HypothesisRule> MakeLongerPromptsRule() { return std::make_unique<LongerPromptsRule>(); }
+std::unique_ptr<HypothesisRule> MakeLongerPromptsRule() {
+  return std::make_unique<LongerPromptsRule>();
+}
 
 }  // namespace ttft::diag

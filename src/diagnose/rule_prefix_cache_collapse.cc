@@ -17,11 +17,22 @@ class PrefixCacheCollapseRule final : public HypothesisRule {
   Hypothesis Evaluate(const Evidence& ev) const override {
     Hypothesis h;
     h.title = "Prefix-cache hit rate collapsed (dynamic content ahead of the static prefix)";
-    h.splitting_metric = "prefix-cache hit rate per tenant (vllm:prefix_cache_hits / vllm:prefix_cache_queries; span cached_tokens / prompt_tokens), before vs after";
-    h.next_check = "Diff the rendered prompt of the old and new template version: find the request-variable field that now precedes the static system prompt";
-    h.fix = "Restore the static-first order: system prompt and tool schemas before anything per-request, timestamps and user fields last; roll back via the flag first";
-    h.prevention = "A CI lint that fails when the first N tokens of the rendered template contain request-variable fields; template changes versioned and canaried as deploys, gated on hit rate and p99 TTFT";
-    h.owners = "app team owns the template; serving team owns the cache; both watch the hit-rate metric on one dashboard";
+    h.splitting_metric =
+        "prefix-cache hit rate per tenant (vllm:prefix_cache_hits / vllm:prefix_cache_queries; "
+        "span cached_tokens / prompt_tokens), before vs after";
+    h.next_check =
+        "Diff the rendered prompt of the old and new template version: find the request-variable "
+        "field that now precedes the static system prompt";
+    h.fix =
+        "Restore the static-first order: system prompt and tool schemas before anything "
+        "per-request, timestamps and user fields last; roll back via the flag first";
+    h.prevention =
+        "A CI lint that fails when the first N tokens of the rendered template contain "
+        "request-variable fields; template changes versioned and canaried as deploys, gated on hit "
+        "rate and p99 TTFT";
+    h.owners =
+        "app team owns the template; serving team owns the cache; both watch the hit-rate metric "
+        "on one dashboard";
     const GroupSplit* ten = ev.Split("tenant");
     const GroupRow* best = nullptr;
     double best_score = 0;
@@ -45,8 +56,9 @@ class PrefixCacheCollapseRule final : public HypothesisRule {
       double total = 0, largest = 0;
       for (const GroupRow& r : rep->rows) {
         if (r.before.ok < 20 || r.after.ok < 1) continue;
-        const double loss = std::max(0.0, r.before.cached_tokens_mean - r.after.cached_tokens_mean) *
-                            static_cast<double>(r.after.ok);
+        const double loss =
+            std::max(0.0, r.before.cached_tokens_mean - r.after.cached_tokens_mean) *
+            static_cast<double>(r.after.ok);
         total += loss;
         largest = std::max(largest, loss);
       }
@@ -92,6 +104,8 @@ class PrefixCacheCollapseRule final : public HypothesisRule {
 
 }  // namespace
 
-std::unique_ptr<HypothesisRule> MakePrefixCacheCollapseRule() { return std::make_unique<PrefixCacheCollapseRule>(); }
+std::unique_ptr<HypothesisRule> MakePrefixCacheCollapseRule() {
+  return std::make_unique<PrefixCacheCollapseRule>();
+}
 
 }  // namespace ttft::diag

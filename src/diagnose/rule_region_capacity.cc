@@ -15,11 +15,20 @@ class RegionCapacityRule final : public HypothesisRule {
   std::string_view id() const override { return "region_capacity"; }
   Hypothesis Evaluate(const Evidence& ev) const override {
     Hypothesis h;
-    h.title = "One region only (smaller pool after a drain, different GPU SKU, regional cache warm-up)";
-    h.splitting_metric = "replica count and p99 TTFT per region, and per-replica hit rate in the affected region against the others";
-    h.next_check = "List the replicas of the region before and after (drains, restarts, SKU), and their hit rate since the change";
-    h.fix = "Restore the capacity of the region (undrain or add replicas) or shift its traffic to other regions until it is back";
-    h.prevention = "Capacity alerts per region on utilisation and p99 TTFT; drains gated on the headroom of the remaining pool; warm-up before full traffic after regional restarts";
+    h.title =
+        "One region only (smaller pool after a drain, different GPU SKU, regional cache warm-up)";
+    h.splitting_metric =
+        "replica count and p99 TTFT per region, and per-replica hit rate in the affected region "
+        "against the others";
+    h.next_check =
+        "List the replicas of the region before and after (drains, restarts, SKU), and their hit "
+        "rate since the change";
+    h.fix =
+        "Restore the capacity of the region (undrain or add replicas) or shift its traffic to "
+        "other regions until it is back";
+    h.prevention =
+        "Capacity alerts per region on utilisation and p99 TTFT; drains gated on the headroom of "
+        "the remaining pool; warm-up before full traffic after regional restarts";
     h.owners = "serving team (capacity and routing)";
     const GroupSplit* reg = ev.Split("region");
     if (reg == nullptr || reg->rows.size() < 2) {
@@ -49,10 +58,24 @@ class RegionCapacityRule final : public HypothesisRule {
       }
     }
     const double divergence =
-        others.empty() ? kMissing
-                       : Ratio(Quantile(others, 0.5), Ratio(top.before.ttft_s.p99, top.after.ttft_s.p99));
-    h.confidence = Ramp(top.contribution, 0.5, 0.85) * Ramp(divergence, 1.3, 2.5) *
-                   std::max(lost, Ramp(breadth, 0.4, 0.8) * (in_region >= 2 ? 1.0 : 0.5));
+        others.empty()
+            ? kMissing
+            : Ratio(Quantile(others, 0.5), Ratio(top.before.ttft_s.p99, top.after.ttft_s.p99));
+    // A region-local cause: fewer replicas (a drain), a slower compute path (a
+    // different SKU), or a cache warm-up (cached tokens per request down) at an
+    // unchanged request rate. A region that only got more traffic is a mix shift.
+    const double sku = Ramp(
+        Ratio(top.before.prefill_s_per_1k_uncached, top.after.prefill_s_per_1k_uncached), 1.2, 1.6);
+    const double warm =
+        Ramp(1 - Ratio(top.before.cached_tokens_mean, top.after.cached_tokens_mean), 0.3, 0.6) *
+        Flat(Ratio(top.before.request_rate_rps, top.after.request_rate_rps), 1.1);
+    // ... with the same requests: heavier requests in the region are a mix or a prompt
+    // change, not capacity.
+    const double same_work =
+        Flat(Ratio(top.before.output_tokens_mean, top.after.output_tokens_mean), 1.2) *
+        Flat(Ratio(top.before.uncached_tokens_mean, top.after.uncached_tokens_mean), 1.2);
+    h.confidence = Ramp(top.contribution, 0.5, 0.85) * Ramp(divergence, 1.3, 2.5) * same_work *
+                   std::max(lost, std::max(sku, warm) * Ramp(breadth, 0.4, 0.8));
     h.evidence.push_back(fmt::format(
         "region {}: p99 TTFT {} -> {} ({} the other regions' change), {} of the p99 increase",
         top.value, Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99), X(divergence),
@@ -69,6 +92,8 @@ class RegionCapacityRule final : public HypothesisRule {
 
 }  // namespace
 
-std::unique_ptr<HypothesisRule> MakeRegionCapacityRule() { return std::make_unique<RegionCapacityRule>(); }
+std::unique_ptr<HypothesisRule> MakeRegionCapacityRule() {
+  return std::make_unique<RegionCapacityRule>();
+}
 
 }  // namespace ttft::diag

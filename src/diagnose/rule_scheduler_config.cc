@@ -16,11 +16,20 @@ class SchedulerConfigRule final : public HypothesisRule {
   std::string_view id() const override { return "scheduler_config"; }
   Hypothesis Evaluate(const Evidence& ev) const override {
     Hypothesis h;
-    h.title = "Scheduler change: long prefills block the queue (chunked prefill, max_num_batched_tokens)";
-    h.splitting_metric = "p99 of per-request max inter-token latency against median ITL, and prefill time per uncached token against ITL (scheduler vs GPU), with hit rate and prompt p99 flat";
-    h.next_check = "Diff the engine config of the deploy: enable_chunked_prefill, max_num_batched_tokens, long_prefill_token_threshold";
-    h.fix = "Restore the previous scheduler settings (chunked prefill on, the previous max_num_batched_tokens); roll back the config deploy first";
-    h.prevention = "Treat engine-config changes as deploys: canary with a p99 TTFT and max-ITL gate; keep a load test with long prompts in CI for scheduler changes";
+    h.title =
+        "Scheduler change: long prefills block the queue (chunked prefill, max_num_batched_tokens)";
+    h.splitting_metric =
+        "p99 of per-request max inter-token latency against median ITL, and prefill time per "
+        "uncached token against ITL (scheduler vs GPU), with hit rate and prompt p99 flat";
+    h.next_check =
+        "Diff the engine config of the deploy: enable_chunked_prefill, max_num_batched_tokens, "
+        "long_prefill_token_threshold";
+    h.fix =
+        "Restore the previous scheduler settings (chunked prefill on, the previous "
+        "max_num_batched_tokens); roll back the config deploy first";
+    h.prevention =
+        "Treat engine-config changes as deploys: canary with a p99 TTFT and max-ITL gate; keep a "
+        "load test with long prompts in CI for scheduler changes";
     h.owners = "serving team owns the engine config";
     const WindowStats& a = ev.before;
     const WindowStats& b = ev.after;
@@ -33,25 +42,39 @@ class SchedulerConfigRule final : public HypothesisRule {
     const double hit_flat =
         1 - Ramp(std::fabs(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate), 0.05, 0.2);
     const double prompt_flat = Flat(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99), 1.15) *
-                               Flat(Ratio(a.prompt_tokens_mean, b.prompt_tokens_mean), 1.1);
+                               Flat(Ratio(a.prompt_tokens_mean, b.prompt_tokens_mean), 1.1) *
+                               Flat(Ratio(a.output_tokens_mean, b.output_tokens_mean), 1.2);
     const double queued = Ramp(Ratio(a.ttft_s.p99, b.ttft_s.p99), 1.1, 1.5);
     bool deploy_changed = false;
     for (const std::string& c : ev.label_changes) {
       if (c.rfind("deploy", 0) == 0) deploy_changed = true;
     }
-    const double core = std::max(stalls, budget) * hit_flat * prompt_flat * queued;
+    // A config deploy reaches every replica: the stalls must not sit on one replica.
+    int n = 0, stalled = 0;
+    if (const GroupSplit* rep = ev.Split("replica")) {
+      for (const GroupRow& r : rep->rows) {
+        if (r.before.ok < 20 || r.after.ok < 20) continue;
+        ++n;
+        const double sx = Ratio(r.before.itl_max_p99_s, r.after.itl_max_p99_s);
+        const double px =
+            Ratio(r.before.prefill_s_per_1k_uncached, r.after.prefill_s_per_1k_uncached);
+        if (sx >= 1.3 || px >= 1.2) ++stalled;
+      }
+    }
+    const double breadth = n > 0 ? Ramp(static_cast<double>(stalled) / n, 0.3, 0.7) : 1;
+    const double core = std::max(stalls, budget) * hit_flat * prompt_flat * queued * breadth;
     h.confidence = 0.9 * core + (deploy_changed && core > 0.2 ? 0.1 : 0);
-    h.evidence.push_back(fmt::format(
-        "p99 of per-request max ITL {} -> {} ({}) while median ITL {} -> {} ({})",
-        Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s), X(stall_x), Secs(a.itl_p50_s),
-        Secs(b.itl_p50_s), X(itl_x)));
+    h.evidence.push_back(
+        fmt::format("p99 of per-request max ITL {} -> {} ({}) while median ITL {} -> {} ({})",
+                    Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s), X(stall_x), Secs(a.itl_p50_s),
+                    Secs(b.itl_p50_s), X(itl_x)));
     h.evidence.push_back(fmt::format("prefill time per 1k uncached tokens {} -> {} ({})",
                                      Secs(a.prefill_s_per_1k_uncached),
                                      Secs(b.prefill_s_per_1k_uncached), X(per_tok_x)));
-    h.evidence.push_back(fmt::format(
-        "hit rate {} -> {}, prompt p99 {} -> {}: the work per request did not change",
-        Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate), Num(a.prompt_tokens_p99),
-        Num(b.prompt_tokens_p99)));
+    h.evidence.push_back(
+        fmt::format("hit rate {} -> {}, prompt p99 {} -> {}: the work per request did not change",
+                    Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate),
+                    Num(a.prompt_tokens_p99), Num(b.prompt_tokens_p99)));
     for (const std::string& c : ev.label_changes) {
       if (c.rfind("deploy", 0) == 0) h.evidence.push_back(c);
     }
@@ -65,6 +88,8 @@ class SchedulerConfigRule final : public HypothesisRule {
 
 }  // namespace
 
-std::unique_ptr<HypothesisRule> MakeSchedulerConfigRule() { return std::make_unique<SchedulerConfigRule>(); }
+std::unique_ptr<HypothesisRule> MakeSchedulerConfigRule() {
+  return std::make_unique<SchedulerConfigRule>();
+}
 
 }  // namespace ttft::diag

@@ -17,10 +17,17 @@ class TrafficMixRule final : public HypothesisRule {
   Hypothesis Evaluate(const Evidence& ev) const override {
     Hypothesis h;
     h.title = "Traffic mix shift: a tenant appeared or grew with long prompts or unique preambles";
-    h.splitting_metric = "per-tenant request share, prompt-length p99 and hit rate, before vs after";
-    h.next_check = "Identify the client behind the growing tenant (API key, user agent) and whether its prompts carry per-user preambles ahead of shared content";
-    h.fix = "Rate-limit or isolate the tenant (its own pool), and have it put shared content first so its prompts hit the cache";
-    h.prevention = "Per-tenant dashboards of share, prompt-length p99 and hit rate; admission quotas per tenant; onboarding review for new high-volume clients";
+    h.splitting_metric =
+        "per-tenant request share, prompt-length p99 and hit rate, before vs after";
+    h.next_check =
+        "Identify the client behind the growing tenant (API key, user agent) and whether its "
+        "prompts carry per-user preambles ahead of shared content";
+    h.fix =
+        "Rate-limit or isolate the tenant (its own pool), and have it put shared content first so "
+        "its prompts hit the cache";
+    h.prevention =
+        "Per-tenant dashboards of share, prompt-length p99 and hit rate; admission quotas per "
+        "tenant; onboarding review for new high-volume clients";
     h.owners = "serving team (quotas, isolation) with the app owner of the tenant";
     const GroupSplit* ten = ev.Split("tenant");
     const WindowStats& a = ev.before;

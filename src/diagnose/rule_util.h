@@ -41,7 +41,9 @@ inline std::string Secs(double v) {
   if (v < 1) return fmt::format("{:.0f} ms", v * 1000);
   return fmt::format("{:.2f} s", v);
 }
-inline std::string Pct(double v) { return std::isfinite(v) ? fmt::format("{:.0f}%", v * 100) : "n/a"; }
+inline std::string Pct(double v) {
+  return std::isfinite(v) ? fmt::format("{:.0f}%", v * 100) : "n/a";
+}
 inline std::string Pct1(double v) {
   return std::isfinite(v) ? fmt::format("{:.1f}%", v * 100) : "n/a";
 }

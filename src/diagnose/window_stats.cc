@@ -120,8 +120,8 @@ WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> row
   }
   const double len = to_s - from_s;
   w.request_rate_rps = len > 0 ? static_cast<double>(w.requests) / len : kMissing;
-  w.error_rate = w.requests > 0 ? static_cast<double>(w.errors) / static_cast<double>(w.requests)
-                                : kMissing;
+  w.error_rate =
+      w.requests > 0 ? static_cast<double>(w.errors) / static_cast<double>(w.requests) : kMissing;
   w.ttft_s = TermsOf(v_ttft);
   w.queue_s = TermsOf(v_queue);
   w.prefill_s = TermsOf(v_prefill);
@@ -145,7 +145,8 @@ WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> row
   // Distinct replicas among the label sets seen.
   std::vector<std::string_view> replicas;
   for (size_t s = 0; s < set_seen.size(); ++s) {
-    if (set_seen[s]) replicas.push_back(t.label_of_set(static_cast<uint32_t>(s), SpanLabel::kReplica));
+    if (set_seen[s])
+      replicas.push_back(t.label_of_set(static_cast<uint32_t>(s), SpanLabel::kReplica));
   }
   std::sort(replicas.begin(), replicas.end());
   w.replicas = std::unique(replicas.begin(), replicas.end()) - replicas.begin();

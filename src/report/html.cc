@@ -17,23 +17,12 @@ std::string HtmlEscape(std::string_view s) {
   o.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      case '\'':
-        o += "&#39;";
-        break;
-      default:
-        o += c;
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o += c;
     }
   }
   return o;
@@ -59,9 +48,9 @@ std::string AxisLabel(double v, bool seconds) {
 }
 
 // A line chart. `log_x`: x on a log10 axis. `marker_x`: a vertical dashed line.
-std::string LineChart(const std::string& id, const std::string& title, const std::vector<Line>& lines,
-                      bool log_x, double marker_x, bool y_seconds, double width = kW,
-                      double height = kH) {
+std::string LineChart(const std::string& id, const std::string& title,
+                      const std::vector<Line>& lines, bool log_x, double marker_x, bool y_seconds,
+                      double width = kW, double height = kH) {
   double x0 = INFINITY, x1 = -INFINITY, y1 = 0;
   for (const Line& l : lines) {
     for (auto [x, y] : l.pts) {
@@ -75,7 +64,8 @@ std::string LineChart(const std::string& id, const std::string& title, const std
       "<svg id=\"{}\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" "
       "height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" role=\"img\" aria-label=\"{}\">\n",
       HtmlEscape(id), width, height, width, height, HtmlEscape(title));
-  o += fmt::format("<text x=\"{:.0f}\" y=\"16\" class=\"title\">{}</text>\n", kL, HtmlEscape(title));
+  o +=
+      fmt::format("<text x=\"{:.0f}\" y=\"16\" class=\"title\">{}</text>\n", kL, HtmlEscape(title));
   if (!(x1 > x0)) {
     o += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\" class=\"na\">no data</text>\n</svg>\n", kL,
                      height / 2);
@@ -84,7 +74,8 @@ std::string LineChart(const std::string& id, const std::string& title, const std
   if (y1 <= 0) y1 = 1;
   const double pw = width - kL - kR, ph = height - kT - kB;
   auto fx = [&](double x) {
-    if (log_x) return kL + pw * (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0));
+    if (log_x)
+      return kL + pw * (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0));
     return kL + pw * (x - x0) / (x1 - x0);
   };
   auto fy = [&](double y, bool right) { return kT + ph * (1 - y / (right ? 1.0 : y1 * 1.05)); };
@@ -93,8 +84,9 @@ std::string LineChart(const std::string& id, const std::string& title, const std
       kT, pw, ph);
   for (int i = 0; i <= 4; ++i) {
     const double v = y1 * 1.05 * i / 4;
-    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"end\">{}</text>\n",
-                     kL - 4, fy(v, false) + 4, HtmlEscape(AxisLabel(v, y_seconds)));
+    o += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"end\">{}</text>\n", kL - 4,
+        fy(v, false) + 4, HtmlEscape(AxisLabel(v, y_seconds)));
   }
   bool has_right = false;
   for (const Line& l : lines) has_right |= l.right_axis;
@@ -110,15 +102,17 @@ std::string LineChart(const std::string& id, const std::string& title, const std
       for (double m : {1.0, 2.0, 5.0}) {
         const double v = d * m;
         if (v < x0 || v > x1) continue;
-        o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{}</text>\n",
-                         fx(v), kT + ph + 14, HtmlEscape(Secs(v)));
+        o += fmt::format(
+            "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{}</text>\n",
+            fx(v), kT + ph + 14, HtmlEscape(Secs(v)));
       }
     }
   } else {
     for (int i = 0; i <= 4; ++i) {
       const double v = x0 + (x1 - x0) * i / 4;
-      o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{:.0f} s</text>\n",
-                       fx(v), kT + ph + 14, v);
+      o += fmt::format(
+          "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{:.0f} s</text>\n",
+          fx(v), kT + ph + 14, v);
     }
   }
   if (std::isfinite(marker_x) && marker_x >= x0 && marker_x <= x1) {
@@ -149,8 +143,9 @@ std::string StackChart(const DiagnosisReport& r) {
     const char* name;
     double fe, q, p;
   };
-  const Bar bars[2] = {{"baseline", d.tail_before_front_end, d.tail_before_queue, d.tail_before_prefill},
-                       {"incident", d.tail_after_front_end, d.tail_after_queue, d.tail_after_prefill}};
+  const Bar bars[2] = {
+      {"baseline", d.tail_before_front_end, d.tail_before_queue, d.tail_before_prefill},
+      {"incident", d.tail_after_front_end, d.tail_after_queue, d.tail_after_prefill}};
   double top = 0;
   for (const Bar& b : bars) {
     const double s = (std::isfinite(b.fe) ? b.fe : 0) + (std::isfinite(b.q) ? b.q : 0) +
@@ -159,7 +154,8 @@ std::string StackChart(const DiagnosisReport& r) {
   }
   if (top <= 0) top = 1;
   std::string o = fmt::format(
-      "<svg id=\"chart-stack\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" "
+      "<svg id=\"chart-stack\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" "
+      "width=\"{:.0f}\" "
       "height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" role=\"img\" aria-label=\"queue versus "
       "prefill\">\n<text x=\"{:.0f}\" y=\"16\" class=\"title\">Slowest 1%: mean queue + prefill "
       "+ front end (stacked)</text>\n",
@@ -181,8 +177,9 @@ std::string StackChart(const DiagnosisReport& r) {
     seg(b.fe, "fe", "front end");
     seg(b.q, "queue", "queue");
     seg(b.p, "prefill", "prefill");
-    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">{} (queue {}, prefill {})</text>\n",
-                     x, kT + ph + 14, b.name, HtmlEscape(Secs(b.q)), HtmlEscape(Secs(b.p)));
+    o += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">{} (queue {}, prefill {})</text>\n", x,
+        kT + ph + 14, b.name, HtmlEscape(Secs(b.q)), HtmlEscape(Secs(b.p)));
   }
   o += fmt::format(
       "<text x=\"{:.0f}\" y=\"{:.0f}\" class=\"legend\" fill=\"#d62728\">queue</text><text "
@@ -223,7 +220,8 @@ std::string RenderHtml(const DiagnosisReport& r) {
     o += "<h2>1. Mitigate now</h2><ul>\n";
     for (const Action& a : r.actions) {
       if (a.kind == "mitigate") {
-        o += fmt::format("<li>{} <i>(owner: {})</i></li>\n", HtmlEscape(a.text), HtmlEscape(a.owner));
+        o += fmt::format("<li>{} <i>(owner: {})</i></li>\n", HtmlEscape(a.text),
+                         HtmlEscape(a.owner));
       }
     }
     o += "</ul>\n";
@@ -237,8 +235,8 @@ std::string RenderHtml(const DiagnosisReport& r) {
     cdf_swapped.push_back(l);  // (seconds, fraction): fraction on the right axis
     cdf_swapped.back().right_axis = true;
   }
-  o += LineChart("chart-cdf", "TTFT CDF, before and after (log time axis)", cdf_swapped, true,
-                 NAN, false);
+  o += LineChart("chart-cdf", "TTFT CDF, before and after (log time axis)", cdf_swapped, true, NAN,
+                 false);
   o += StackChart(r);
   std::vector<Line> tl = {{"p99 TTFT", "#d62728", Pts(r.timeline, false), false},
                           {"hit rate (right axis)", "#1f77b4", Pts(r.timeline, true), true}};

@@ -31,10 +31,12 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
       {"requests (ok)", fmt::format("{} ({})", a.requests, a.ok),
        fmt::format("{} ({})", b.requests, b.ok), ""},
       {"request rate", fmt::format("{:.2f} rps", a.request_rate_rps),
-       fmt::format("{:.2f} rps", b.request_rate_rps), X(Ratio(a.request_rate_rps, b.request_rate_rps))},
+       fmt::format("{:.2f} rps", b.request_rate_rps),
+       X(Ratio(a.request_rate_rps, b.request_rate_rps))},
       {"p50 TTFT", Secs(a.ttft_s.p50), Secs(b.ttft_s.p50), X(Ratio(a.ttft_s.p50, b.ttft_s.p50))},
       {"p99 TTFT", Secs(a.ttft_s.p99), Secs(b.ttft_s.p99), X(Ratio(a.ttft_s.p99, b.ttft_s.p99))},
-      {"p99 queue", Secs(a.queue_s.p99), Secs(b.queue_s.p99), X(Ratio(a.queue_s.p99, b.queue_s.p99))},
+      {"p99 queue", Secs(a.queue_s.p99), Secs(b.queue_s.p99),
+       X(Ratio(a.queue_s.p99, b.queue_s.p99))},
       {"p99 prefill", Secs(a.prefill_s.p99), Secs(b.prefill_s.p99),
        X(Ratio(a.prefill_s.p99, b.prefill_s.p99))},
       {"ITL p50", Secs(a.itl_p50_s), Secs(b.itl_p50_s), X(Ratio(a.itl_p50_s, b.itl_p50_s))},
@@ -168,16 +170,30 @@ nlohmann::json ReportJson(const DiagnosisReport& r) {
       {"baseline", StatsJson(r.baseline)},
       {"incident", StatsJson(r.incident)},
       {"decomposition",
-       {{"before", {{"ttft_s", TermsJson(d.before_ttft)}, {"front_end_s", TermsJson(d.before_front_end)},
-                    {"queue_s", TermsJson(d.before_queue)}, {"prefill_s", TermsJson(d.before_prefill)}}},
-        {"after", {{"ttft_s", TermsJson(d.after_ttft)}, {"front_end_s", TermsJson(d.after_front_end)},
-                   {"queue_s", TermsJson(d.after_queue)}, {"prefill_s", TermsJson(d.after_prefill)}}},
-        {"tail_mean_before", {{"ttft_s", J(d.tail_before_ttft)}, {"front_end_s", J(d.tail_before_front_end)},
-                              {"queue_s", J(d.tail_before_queue)}, {"prefill_s", J(d.tail_before_prefill)}}},
-        {"tail_mean_after", {{"ttft_s", J(d.tail_after_ttft)}, {"front_end_s", J(d.tail_after_front_end)},
-                             {"queue_s", J(d.tail_after_queue)}, {"prefill_s", J(d.tail_after_prefill)}}},
+       {{"before",
+         {{"ttft_s", TermsJson(d.before_ttft)},
+          {"front_end_s", TermsJson(d.before_front_end)},
+          {"queue_s", TermsJson(d.before_queue)},
+          {"prefill_s", TermsJson(d.before_prefill)}}},
+        {"after",
+         {{"ttft_s", TermsJson(d.after_ttft)},
+          {"front_end_s", TermsJson(d.after_front_end)},
+          {"queue_s", TermsJson(d.after_queue)},
+          {"prefill_s", TermsJson(d.after_prefill)}}},
+        {"tail_mean_before",
+         {{"ttft_s", J(d.tail_before_ttft)},
+          {"front_end_s", J(d.tail_before_front_end)},
+          {"queue_s", J(d.tail_before_queue)},
+          {"prefill_s", J(d.tail_before_prefill)}}},
+        {"tail_mean_after",
+         {{"ttft_s", J(d.tail_after_ttft)},
+          {"front_end_s", J(d.tail_after_front_end)},
+          {"queue_s", J(d.tail_after_queue)},
+          {"prefill_s", J(d.tail_after_prefill)}}},
         {"share_of_p99_increase",
-         {{"front_end", J(d.share_front_end)}, {"queue", J(d.share_queue)}, {"prefill", J(d.share_prefill)}}},
+         {{"front_end", J(d.share_front_end)},
+          {"queue", J(d.share_queue)},
+          {"prefill", J(d.share_prefill)}}},
         {"dominant", d.dominant}}},
       {"hypotheses", hyps},
       {"groups", groups},
@@ -243,17 +259,16 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   o += fmt::format("  {:<10}{:>30}{:>30}\n", "queue", Terms(d.before_queue), Terms(d.after_queue));
   o += fmt::format("  {:<10}{:>30}{:>30}\n", "prefill", Terms(d.before_prefill),
                    Terms(d.after_prefill));
-  o += fmt::format(
-      "  Among the slowest 1%: queue {} of the increase, prefill {}, front end {}{}\n",
-      Pct(d.share_queue), Pct(d.share_prefill), Pct(d.share_front_end),
-      d.dominant.empty() ? "" : fmt::format(" -> the {} moved the tail", d.dominant));
+  o += fmt::format("  Among the slowest 1%: queue {} of the increase, prefill {}, front end {}{}\n",
+                   Pct(d.share_queue), Pct(d.share_prefill), Pct(d.share_front_end),
+                   d.dominant.empty() ? "" : fmt::format(" -> the {} moved the tail", d.dominant));
   o += fmt::format("\n{}4. Ranked hypotheses{}\n", bold, reset);
   int i = 0;
   for (const Hypothesis& h : r.hypotheses) {
     ++i;
     if (i > 3 && h.confidence < 0.05) continue;
-    o += fmt::format("  {}{}. {} ({:.2f}){} {}\n", i == 1 ? bold : "", i, h.id, h.confidence,
-                     reset, h.title);
+    o += fmt::format("  {}{}. {} ({:.2f}){} {}\n", i == 1 ? bold : "", i, h.id, h.confidence, reset,
+                     h.title);
     if (i <= 3) {
       for (const std::string& e : h.evidence) o += fmt::format("       - {}\n", e);
       o += fmt::format("       splitting metric: {}\n       next check: {}\n", h.splitting_metric,
