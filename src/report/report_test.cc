@@ -1,0 +1,126 @@
+// Renderers of the diagnosis report (ttft/report.h): escaping, the JSON schema's keys,
+// and the HTML report rendered by headless Chromium with its charts present.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "ttft/diagnose.h"
+#include "ttft/report.h"
+
+namespace ttft {
+namespace {
+
+// Two windows of synthetic spans: the incident's tenant "<acme>" loses its cache.
+DiagnosisReport MakeReport(SpanTable& t) {
+  for (int i = 0; i < 4000; ++i) {
+    Span s;
+    s.request_id = "r" + std::to_string(i);
+    s.arrival_s = i * 0.1;
+    const bool after = s.arrival_s >= 200;
+    const bool acme = i % 4 == 0;
+    s.tenant = acme ? "<acme>&\"co\"" : "globex";
+    s.replica = i % 2 ? "r-0" : "r-1";
+    s.region = "us-east";
+    s.model = "llama-3.3-70b";
+    s.template_version = after && acme ? "app@v2" : "app@v1";
+    s.deploy = "v1";
+    s.prompt_tokens = 3000;
+    s.cached_tokens = after && acme ? 0 : 2500;
+    s.output_tokens = 100;
+    s.front_end_s = 0.01;
+    s.queue_s = 0.01 + (i % 100) * 0.001 + (after && acme ? 1.0 + (i % 7) * 0.2 : 0);
+    s.prefill_s = (s.prompt_tokens - s.cached_tokens) * 7e-5;
+    s.ttft_s = s.front_end_s + s.queue_s + s.prefill_s;
+    s.itl_mean_s = s.itl_max_s = 0.02;
+    s.decode_s = 2;
+    s.e2e_s = s.ttft_s + s.decode_s;
+    AddSpanToTable(s, t);
+  }
+  DiagnosisInput in;
+  in.baseline = {&t, 0, 200};
+  in.incident = {&t, 200, 400};
+  in.change_at_s = 200;
+  in.annotations.push_back({200, "deploy_template", "<script>alert(1)</script>", "app@v2"});
+  auto r = Diagnose(in);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return *r;
+}
+
+TEST(Report, EscapesEveryTelemetryString) {
+  EXPECT_EQ(HtmlEscape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+  SpanTable t;
+  const DiagnosisReport r = MakeReport(t);
+  const std::string html = RenderHtml(r);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<acme>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;acme&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("http://") == std::string::npos ||
+                html.find("http://www.w3.org/2000/svg") != std::string::npos,
+            true);
+  EXPECT_EQ(html.find("https://"), std::string::npos) << "no network resources";
+}
+
+TEST(Report, JsonHasTheDocumentedKeysAndRanksTheCause) {
+  SpanTable t;
+  const DiagnosisReport r = MakeReport(t);
+  const nlohmann::json j = ReportJson(r);
+  for (const char* k : {"verdict", "baseline", "incident", "decomposition", "hypotheses", "groups",
+                        "explanation", "actions"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_EQ(j["verdict"], "regression") << r.verdict_reason;
+  EXPECT_EQ(j["hypotheses"][0]["id"], "prefix_cache_collapse");
+  for (const auto& h : j["hypotheses"]) {
+    for (const char* k : {"id", "confidence", "evidence", "splitting_metric", "next_check"}) {
+      EXPECT_TRUE(h.contains(k)) << k;
+    }
+  }
+  const std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("## 1. Mitigate now"), std::string::npos);
+  EXPECT_EQ(RenderText(r, false).find('\033'), std::string::npos) << "no colour unless asked";
+}
+
+TEST(Report, HtmlRendersInHeadlessChromium) {
+  const char* chromium = "/usr/bin/chromium";
+  if (!std::filesystem::exists(chromium)) {
+    GTEST_SKIP() << "chromium not installed (apt-get install chromium): HTML not rendered";
+  }
+  SpanTable t;
+  const DiagnosisReport r = MakeReport(t);
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ttft-report-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "profile");
+  const auto page = dir / "report.html";
+  std::ofstream(page) << RenderHtml(r);
+  const auto dom = dir / "dom.html";
+  const std::string cmd =
+      std::string("timeout 60 ") + chromium +
+      " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+      "--disable-background-networking --disable-component-update --disable-sync "
+      "--user-data-dir=" + (dir / "profile").string() + " --dump-dom file://" + page.string() +
+      " > " + dom.string() + " 2>/dev/null";
+  const int rc = std::system(cmd.c_str());
+  ASSERT_EQ(rc, 0) << cmd;
+  std::ifstream f(dom);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string out = ss.str();
+  for (const char* id : {"id=\"chart-cdf\"", "id=\"chart-stack\"", "id=\"chart-timeline\"",
+                         "id=\"chart-timeline-change\"", "id=\"chart-replica-0\"",
+                         "id=\"chart-tenant-0\"", "id=\"verdict\""}) {
+    EXPECT_NE(out.find(id), std::string::npos) << id;
+  }
+  EXPECT_EQ(out.find("This page contains the following errors"), std::string::npos);
+  EXPECT_EQ(out.find("no data"), std::string::npos) << "a chart had no data";
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ttft
