@@ -231,6 +231,9 @@ class SpanSink {
  public:
   virtual ~SpanSink() = default;
   virtual void Add(const SpanRecord& span) = 0;
+  // A hint from a reader that about `n` more spans are coming (estimated from the
+  // file size and the first lines). Sinks may reserve; the default ignores it.
+  virtual void ExpectMore(size_t n) { (void)n; }
 };
 
 // Checks one span for the record-level problems every reader rejects: negative or
@@ -245,17 +248,22 @@ std::string ValidateSpan(const SpanRecord& span);
 
 // Spans as a struct of arrays: arrival time as double (Unix seconds need it),
 // durations as float (7 significant digits: 0.1 us at 1 s), token counts as int32,
-// and the six labels interned as one 32-bit label-set code. 59 bytes per span
-// (bytes_per_span() reports the real figure including vector slack). Missing
-// durations are NaN, missing counts -1. Request ids are not stored (duplicates are
-// caught while reading).
+// and the six labels interned as one 32-bit label-set code: 59 bytes of column data
+// per span. bytes_per_span() reports the real heap figure including vector capacity
+// and interning; after ShrinkToFit() it is 59 plus the label dictionaries (under 64 for
+// tables of more than a few thousand spans). Missing durations are NaN, missing counts
+// -1. Request ids are not stored (duplicates are caught while reading).
 //
 // Thread safety: const methods may be called concurrently; Add needs exclusive use.
 class SpanTable : public SpanSink {
  public:
   void Add(const SpanRecord& span) override;
+  // Reserves room for size() + n spans (readers call it with their estimate).
+  void ExpectMore(size_t n) override { Reserve(size() + n); }
   size_t size() const { return arrival_s_.size(); }
   void Reserve(size_t n);
+  // Releases the columns' unused capacity (call once a load is complete).
+  void ShrinkToFit();
 
   std::span<const double> arrival_s() const { return arrival_s_; }
   std::span<const float> queue_s() const { return queue_s_; }
@@ -286,6 +294,7 @@ class SpanTable : public SpanSink {
 
  private:
   uint32_t Intern(std::string_view s);
+  uint32_t InternSet(const std::array<uint32_t, kNumSpanLabels>& ids);
   std::vector<double> arrival_s_;
   std::vector<float> queue_s_, prefill_s_, front_end_s_, ttft_s_, decode_s_, e2e_s_, itl_mean_s_,
       itl_max_s_;
@@ -293,12 +302,16 @@ class SpanTable : public SpanSink {
   std::vector<int16_t> preemptions_;
   std::vector<RequestStatus> status_;
   std::vector<uint32_t> label_set_;
-  // Interning: strings and label sets, each with a lookup map.
+  // Interning: strings and label sets, each with an open-addressing index of ids
+  // (UINT32_MAX = empty slot, power-of-two size, at most half full) keyed by the
+  // XXH3 hash of the string or of the label set's ids.
   std::deque<std::string> strings_;  // a deque: views into it stay valid as it grows
-  std::map<std::string, uint32_t, std::less<>> string_ids_;
+  std::vector<uint64_t> string_hashes_;
+  std::vector<uint32_t> string_slots_;
   std::vector<std::array<uint32_t, kNumSpanLabels>> label_sets_;
-  std::map<std::array<uint32_t, kNumSpanLabels>, uint32_t> label_set_ids_;
-  std::array<std::string_view, kNumSpanLabels> last_labels_;
+  std::vector<uint64_t> label_set_hashes_;
+  std::vector<uint32_t> label_set_slots_;
+  std::array<uint32_t, kNumSpanLabels> last_ids_{};  // the previous span's label ids
   uint32_t last_set_ = UINT32_MAX;
 };
 
@@ -319,6 +332,9 @@ Status ParseSpans(std::string_view data, std::string_view source, const SpanRead
 
 // Reads a whole file ("-" for stdin, gzip detected) into memory.
 Result<std::string> ReadInputFile(const std::string& path);
+// Reads at most the first `max_bytes` bytes (after gzip decompression) of a file, e.g.
+// for DetectFormat. Not for "-": what it reads from standard input is consumed.
+Result<std::string> ReadInputHead(const std::string& path, size_t max_bytes);
 
 // -----------------------------------------------------------------------------
 // Prometheus text exposition format 0.0.4: parsing

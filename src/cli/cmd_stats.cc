@@ -172,8 +172,8 @@ Status Run(const StatsFlags& flags) {
   } else if (kind == InputFormat::kAuto) {
     const std::string& first = flags.inputs.front();
     if (first != "-") {
-      TTFT_ASSIGN_OR_RETURN(std::string all, ReadInputFile(first));
-      kind = DetectFormat(std::string_view(all).substr(0, 1 << 16));
+      TTFT_ASSIGN_OR_RETURN(std::string head, ReadInputHead(first, 1 << 16));
+      kind = DetectFormat(head);
     } else {
       kind = InputFormat::kSpanJsonl;  // stdin: spans unless told otherwise
     }
@@ -229,6 +229,7 @@ Status Run(const StatsFlags& flags) {
       SpanTable table;
       for (const std::string& in : flags.inputs)
         TTFT_RETURN_IF_ERROR(ReadSpans(in, read, table, report));
+      table.ShrinkToFit();
       TTFT_ASSIGN_OR_RETURN(groups, SummarizeSpans(table, summary));
     }
   }

@@ -1,6 +1,7 @@
 // The columnar span table, span validation, column maps and read reports
 // (ttft/telemetry.h).
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <charconv>
@@ -16,6 +17,39 @@ constexpr std::array<std::string_view, kNumSpanLabels> kLabelNames = {
 
 float ToFloat(double v) { return static_cast<float>(v); }
 int32_t ToInt32(int64_t v) { return static_cast<int32_t>(std::clamp<int64_t>(v, -1, INT32_MAX)); }
+
+constexpr uint32_t kEmptySlot = UINT32_MAX;
+
+size_t SlotOf(uint64_t hash, size_t mask) {
+  return static_cast<size_t>((hash * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+}
+
+// Open addressing over `slots` (ids into `hashes`; linear probing, power-of-two size,
+// at most half full): the id whose hash is `hash` and for which same(id) holds, or
+// the id make() returns after inserting it (make() must append to `hashes`).
+template <typename Same, typename Make>
+uint32_t FindOrInsert(std::vector<uint32_t>& slots, const std::vector<uint64_t>& hashes,
+                      uint64_t hash, Same same, Make make) {
+  if ((hashes.size() + 1) * 2 > slots.size()) {
+    slots.assign(std::max<size_t>(16, slots.size() * 2), kEmptySlot);
+    const size_t mask = slots.size() - 1;
+    for (uint32_t id = 0; id < hashes.size(); ++id) {
+      size_t i = SlotOf(hashes[id], mask);
+      while (slots[i] != kEmptySlot) i = (i + 1) & mask;
+      slots[i] = id;
+    }
+  }
+  const size_t mask = slots.size() - 1;
+  for (size_t i = SlotOf(hash, mask);; i = (i + 1) & mask) {
+    const uint32_t id = slots[i];
+    if (id == kEmptySlot) {
+      const uint32_t fresh = make();
+      slots[i] = fresh;
+      return fresh;
+    }
+    if (hashes[id] == hash && same(id)) return id;
+  }
+}
 
 }  // namespace
 
@@ -175,13 +209,38 @@ void SpanTable::Reserve(size_t n) {
   label_set_.reserve(n);
 }
 
+void SpanTable::ShrinkToFit() {
+  arrival_s_.shrink_to_fit();
+  for (auto* v : {&queue_s_, &prefill_s_, &front_end_s_, &ttft_s_, &decode_s_, &e2e_s_,
+                  &itl_mean_s_, &itl_max_s_}) {
+    v->shrink_to_fit();
+  }
+  for (auto* v : {&prompt_tokens_, &cached_tokens_, &output_tokens_}) v->shrink_to_fit();
+  preemptions_.shrink_to_fit();
+  status_.shrink_to_fit();
+  label_set_.shrink_to_fit();
+}
+
 uint32_t SpanTable::Intern(std::string_view s) {
-  auto it = string_ids_.find(s);
-  if (it != string_ids_.end()) return it->second;
-  const uint32_t id = static_cast<uint32_t>(strings_.size());
-  strings_.emplace_back(s);
-  string_ids_.emplace(strings_.back(), id);
-  return id;
+  const uint64_t h = XXH3_64bits(s.data(), s.size());
+  return FindOrInsert(
+      string_slots_, string_hashes_, h, [&](uint32_t id) { return strings_[id] == s; },
+      [&] {
+        strings_.emplace_back(s);
+        string_hashes_.push_back(h);
+        return static_cast<uint32_t>(strings_.size() - 1);
+      });
+}
+
+uint32_t SpanTable::InternSet(const std::array<uint32_t, kNumSpanLabels>& ids) {
+  const uint64_t h = XXH3_64bits(ids.data(), sizeof(ids));
+  return FindOrInsert(
+      label_set_slots_, label_set_hashes_, h, [&](uint32_t id) { return label_sets_[id] == ids; },
+      [&] {
+        label_sets_.push_back(ids);
+        label_set_hashes_.push_back(h);
+        return static_cast<uint32_t>(label_sets_.size() - 1);
+      });
 }
 
 void SpanTable::Add(const SpanRecord& s) {
@@ -199,18 +258,17 @@ void SpanTable::Add(const SpanRecord& s) {
   output_tokens_.push_back(ToInt32(s.output_tokens));
   preemptions_.push_back(static_cast<int16_t>(std::clamp<int32_t>(s.preemptions, -1, INT16_MAX)));
   status_.push_back(s.status);
-  // Consecutive spans usually share their labels: compare with the last set first.
-  if (last_set_ == UINT32_MAX || s.labels != last_labels_) {
-    std::array<uint32_t, kNumSpanLabels> ids;
-    for (int i = 0; i < kNumSpanLabels; ++i)
-      ids[static_cast<size_t>(i)] = Intern(s.labels[static_cast<size_t>(i)]);
-    auto [it, inserted] = label_set_ids_.emplace(ids, static_cast<uint32_t>(label_sets_.size()));
-    if (inserted) label_sets_.push_back(ids);
-    last_set_ = it->second;
-    for (int i = 0; i < kNumSpanLabels; ++i) {
-      last_labels_[static_cast<size_t>(i)] = strings_[ids[static_cast<size_t>(i)]];
-    }
+  // Consecutive spans often share labels: each label is compared with the previous
+  // span's first, and the label set is looked up only when one of them changed.
+  const bool first = last_set_ == UINT32_MAX;
+  bool changed = first;
+  for (size_t i = 0; i < kNumSpanLabels; ++i) {
+    if (!first && strings_[last_ids_[i]] == s.labels[i]) continue;
+    const uint32_t id = Intern(s.labels[i]);
+    changed = changed || id != last_ids_[i];
+    last_ids_[i] = id;
   }
+  if (changed) last_set_ = InternSet(last_ids_);
   label_set_.push_back(last_set_);
 }
 
@@ -259,8 +317,12 @@ double SpanTable::bytes_per_span() const {
   }
   bytes += preemptions_.capacity() * sizeof(int16_t) + status_.capacity() +
            label_set_.capacity() * sizeof(uint32_t);
-  for (const std::string& s : strings_) bytes += s.capacity() + sizeof(std::string) + 64;
-  bytes += label_sets_.capacity() * (sizeof(label_sets_[0]) + 64);
+  for (const std::string& s : strings_) bytes += s.capacity() + sizeof(std::string);
+  bytes += string_hashes_.capacity() * sizeof(uint64_t) +
+           string_slots_.capacity() * sizeof(uint32_t) +
+           label_sets_.capacity() * sizeof(label_sets_[0]) +
+           label_set_hashes_.capacity() * sizeof(uint64_t) +
+           label_set_slots_.capacity() * sizeof(uint32_t);
   return static_cast<double>(bytes) / static_cast<double>(size());
 }
 
