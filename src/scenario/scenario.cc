@@ -178,11 +178,20 @@ class Parser {
   Result<Distribution> Dist(const YAML::Node& n, const std::string& path) const;
   Status ParseTemplates(const YAML::Node& n, Scenario& sc);
   Status ParseTenants(const YAML::Node& n, Scenario& sc);
+  // rate_rps (a number or pieces), arrival and cv of `map` into `out`; `rate_key`
+  // names the rate field in messages. `need_rate`: rate_rps must be present.
+  Status ParseArrivals(const YAML::Node& map, const std::string& path, bool need_rate,
+                       ArrivalSpec& out) const;
+  Status ParseTraffic(const YAML::Node& n);
   Status ParseTraces(const YAML::Node& n, Scenario& sc);
   Status ParseRouter(const YAML::Node& n, Scenario& sc);
   Status ParseReplicas(const YAML::Node& n, Scenario& sc);
   Status ParseEvents(const YAML::Node& n, Scenario& sc);
   Status ParseAnalysis(const YAML::Node& n, Scenario& sc);
+  // The top-level `traffic` section: a total arrival process that tenants with a
+  // `weight` share in proportion.
+  bool has_traffic_ = false;
+  ArrivalSpec traffic_;
 
   // Adds the engine keys of `map` to `layer`.
   Status CollectEngine(const YAML::Node& map, const std::string& path, EngineLayer& layer) const;
@@ -436,15 +445,78 @@ Status Parser::ParseTemplates(const YAML::Node& n, Scenario& sc) {
   return Status::Ok();
 }
 
+Status Parser::ParseArrivals(const YAML::Node& t, const std::string& p, bool need_rate,
+                             ArrivalSpec& out) const {
+  // rate_rps: a number > 0, or pieces [{from_s, rate_rps}] starting at 0.
+  const YAML::Node r = t["rate_rps"];
+  const std::string rp = Join(p, "rate_rps");
+  if (r && r.IsSequence()) {
+    if (r.size() == 0) return ErrGot(r, rp, "expected a non-empty list of pieces");
+    out.pieces.clear();
+    for (size_t k = 0; k < r.size(); ++k) {
+      const std::string pp = Index(rp, k);
+      TTFT_RETURN_IF_ERROR(CheckMap(r[k], pp, {"from_s", "rate_rps"}));
+      TTFT_RETURN_IF_ERROR(Require(r[k], pp, "from_s"));
+      TTFT_RETURN_IF_ERROR(Require(r[k], pp, "rate_rps"));
+      RatePiece piece;
+      TTFT_ASSIGN_OR_RETURN(piece.from_s, Num(r[k]["from_s"], Join(pp, "from_s")));
+      TTFT_ASSIGN_OR_RETURN(piece.rate_rps, Num(r[k]["rate_rps"], Join(pp, "rate_rps")));
+      if (k == 0 && piece.from_s != 0) {
+        return ErrGot(r[k]["from_s"], Join(pp, "from_s"), "the first piece must start at 0");
+      }
+      if (k > 0 && piece.from_s <= out.pieces.back().from_s) {
+        return ErrGot(r[k]["from_s"], Join(pp, "from_s"),
+                      "must be greater than the previous piece's");
+      }
+      if (piece.rate_rps < 0) {
+        return ErrGot(r[k]["rate_rps"], Join(pp, "rate_rps"), "must be >= 0");
+      }
+      out.pieces.push_back(piece);
+    }
+  } else if (r) {
+    TTFT_ASSIGN_OR_RETURN(out.rate_rps, Num(r, rp));
+    if (out.rate_rps <= 0) return ErrGot(r, rp, "must be > 0");
+  } else if (need_rate) {
+    return Require(t, p, "rate_rps");
+  }
+  if (t["arrival"]) {
+    TTFT_ASSIGN_OR_RETURN(std::string a, Str(t["arrival"], Join(p, "arrival")));
+    if (a == "poisson") {
+      out.kind = ArrivalSpec::Kind::kPoisson;
+    } else if (a == "gamma") {
+      out.kind = ArrivalSpec::Kind::kGamma;
+    } else {
+      return ErrGot(t["arrival"], Join(p, "arrival"),
+                    "expected poisson or gamma" + Suggest(a, {"poisson", "gamma"}));
+    }
+  }
+  if (t["cv"]) {
+    if (out.kind != ArrivalSpec::Kind::kGamma) {
+      return Err(t["cv"], Join(p, "cv"), "only gamma arrivals take a cv (set arrival: gamma)");
+    }
+    TTFT_RETURN_IF_ERROR(OptNum(t, p, "cv", out.cv, 0, false));
+  }
+  return Status::Ok();
+}
+
+Status Parser::ParseTraffic(const YAML::Node& n) {
+  TTFT_RETURN_IF_ERROR(CheckMap(n, "traffic", {"rate_rps", "arrival", "cv"}));
+  TTFT_RETURN_IF_ERROR(ParseArrivals(n, "traffic", /*need_rate=*/true, traffic_));
+  has_traffic_ = true;
+  return Status::Ok();
+}
+
 Status Parser::ParseTenants(const YAML::Node& n, Scenario& sc) {
   if (!n.IsSequence()) return ErrGot(n, "tenants", "expected a list");
+  std::vector<std::pair<size_t, double>> weights;  // (tenant index, weight)
   for (size_t i = 0; i < n.size(); ++i) {
     const YAML::Node t = n[i];
     const std::string p = Index("tenants", i);
     TTFT_RETURN_IF_ERROR(CheckMap(t, p,
-                                  {"name", "template", "version", "rate_rps", "arrival", "cv",
-                                   "output_tokens", "users", "region", "pool", "cache_salt"}));
-    for (const char* key : {"name", "template", "rate_rps"}) {
+                                  {"name", "template", "version", "rate_rps", "weight", "arrival",
+                                   "cv", "output_tokens", "users", "region", "pool",
+                                   "cache_salt"}));
+    for (const char* key : {"name", "template"}) {
       TTFT_RETURN_IF_ERROR(Require(t, p, key));
     }
     TenantSpec ten;
@@ -475,51 +547,22 @@ Status Parser::ParseTenants(const YAML::Node& n, Scenario& sc) {
             fmt::format("template \"{}\" has no version \"{}\"", tmpl->name, ten.template_version));
       }
     }
-    // rate_rps: a number > 0, or pieces [{from_s, rate_rps}] starting at 0.
-    const YAML::Node r = t["rate_rps"];
-    const std::string rp = Join(p, "rate_rps");
-    if (r.IsSequence()) {
-      if (r.size() == 0) return ErrGot(r, rp, "expected a non-empty list of pieces");
-      for (size_t k = 0; k < r.size(); ++k) {
-        const std::string pp = Index(rp, k);
-        TTFT_RETURN_IF_ERROR(CheckMap(r[k], pp, {"from_s", "rate_rps"}));
-        TTFT_RETURN_IF_ERROR(Require(r[k], pp, "from_s"));
-        TTFT_RETURN_IF_ERROR(Require(r[k], pp, "rate_rps"));
-        RatePiece piece;
-        TTFT_ASSIGN_OR_RETURN(piece.from_s, Num(r[k]["from_s"], Join(pp, "from_s")));
-        TTFT_ASSIGN_OR_RETURN(piece.rate_rps, Num(r[k]["rate_rps"], Join(pp, "rate_rps")));
-        if (k == 0 && piece.from_s != 0) {
-          return ErrGot(r[k]["from_s"], Join(pp, "from_s"), "the first piece must start at 0");
-        }
-        if (k > 0 && piece.from_s <= ten.arrivals.pieces.back().from_s) {
-          return ErrGot(r[k]["from_s"], Join(pp, "from_s"),
-                        "must be greater than the previous piece's");
-        }
-        if (piece.rate_rps < 0) {
-          return ErrGot(r[k]["rate_rps"], Join(pp, "rate_rps"), "must be >= 0");
-        }
-        ten.arrivals.pieces.push_back(piece);
+    if (t["weight"]) {
+      if (t["rate_rps"]) {
+        return Err(t["weight"], Join(p, "weight"), "give rate_rps or weight, not both");
       }
+      if (!has_traffic_) {
+        return Err(t["weight"], Join(p, "weight"),
+                   "a weight shares the top-level traffic.rate_rps: add a traffic section");
+      }
+      double w = 0;
+      TTFT_RETURN_IF_ERROR(OptNum(t, p, "weight", w, 0, false));
+      ten.arrivals = traffic_;
+      weights.emplace_back(sc.workload.tenants.size(), w);
+      TTFT_RETURN_IF_ERROR(ParseArrivals(t, p, /*need_rate=*/false, ten.arrivals));
     } else {
-      TTFT_ASSIGN_OR_RETURN(ten.arrivals.rate_rps, Num(r, rp));
-      if (ten.arrivals.rate_rps <= 0) return ErrGot(r, rp, "must be > 0");
-    }
-    if (t["arrival"]) {
-      TTFT_ASSIGN_OR_RETURN(std::string a, Str(t["arrival"], Join(p, "arrival")));
-      if (a == "poisson") {
-        ten.arrivals.kind = ArrivalSpec::Kind::kPoisson;
-      } else if (a == "gamma") {
-        ten.arrivals.kind = ArrivalSpec::Kind::kGamma;
-      } else {
-        return ErrGot(t["arrival"], Join(p, "arrival"),
-                      "expected poisson or gamma" + Suggest(a, {"poisson", "gamma"}));
-      }
-    }
-    if (t["cv"]) {
-      if (ten.arrivals.kind != ArrivalSpec::Kind::kGamma) {
-        return Err(t["cv"], Join(p, "cv"), "only gamma arrivals take a cv (set arrival: gamma)");
-      }
-      TTFT_RETURN_IF_ERROR(OptNum(t, p, "cv", ten.arrivals.cv, 0, false));
+      TTFT_RETURN_IF_ERROR(Require(t, p, "rate_rps"));
+      TTFT_RETURN_IF_ERROR(ParseArrivals(t, p, /*need_rate=*/true, ten.arrivals));
     }
     ten.output_tokens = Distribution::Fixed(256);
     if (t["output_tokens"]) {
@@ -540,6 +583,16 @@ Status Parser::ParseTenants(const YAML::Node& n, Scenario& sc) {
       return Err(t["pool"], Join(p, "pool"), fmt::format("no replica is in pool \"{}\"", ten.pool));
     }
     sc.workload.tenants.push_back(std::move(ten));
+  }
+  // Weighted tenants share the traffic section's rate (and its pieces) in proportion.
+  double total = 0;
+  for (const auto& [idx, w] : weights) total += w;
+  for (const auto& [idx, w] : weights) {
+    ArrivalSpec& a = sc.workload.tenants[idx].arrivals;
+    const double share = w / total;
+    a.rate_rps = traffic_.rate_rps * share;
+    a.pieces = traffic_.pieces;
+    for (RatePiece& piece : a.pieces) piece.rate_rps *= share;
   }
   return Status::Ok();
 }
@@ -1056,8 +1109,8 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   TTFT_RETURN_IF_ERROR(
       CheckMap(root, "",
                {"name", "description", "seed", "duration_s", "drain_limit_s", "scrape_interval_s",
-                "model_label", "router", "defaults", "replicas", "templates", "tenants", "traces",
-                "events", "analysis"}));
+                "model_label", "router", "defaults", "replicas", "templates", "traffic", "tenants",
+                "traces", "events", "analysis"}));
   for (const char* key : {"name", "duration_s", "replicas"}) {
     TTFT_RETURN_IF_ERROR(Require(root, "", key));
   }
@@ -1095,6 +1148,7 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
     }
   }
   if (root["templates"]) TTFT_RETURN_IF_ERROR(ParseTemplates(root["templates"], sc));
+  if (root["traffic"]) TTFT_RETURN_IF_ERROR(ParseTraffic(root["traffic"]));
   if (root["tenants"]) TTFT_RETURN_IF_ERROR(ParseTenants(root["tenants"], sc));
   if (root["traces"]) TTFT_RETURN_IF_ERROR(ParseTraces(root["traces"], sc));
   if (sc.workload.tenants.empty() && sc.workload.traces.empty()) {

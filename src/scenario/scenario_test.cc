@@ -166,6 +166,38 @@ TEST(ScenarioTest, BaseParses) {
   EXPECT_EQ(sc->replicas.size(), 2u);
 }
 
+// Tenants with weights share the top-level traffic (rate and pieces) in proportion.
+TEST(ScenarioTest, TenantWeightsShareTheTraffic) {
+  std::string text = kBase;
+  text.replace(text.find("tenants:"), std::string::npos,
+               "traffic: {rate_rps: [{from_s: 0, rate_rps: 10}, {from_s: 30, rate_rps: 20}],"
+               " arrival: gamma, cv: 2}\n"
+               "tenants:\n"
+               "  - {name: a, template: app, weight: 3}\n"
+               "  - {name: b, template: app, weight: 1, arrival: poisson}\n"
+               "  - {name: c, template: app, rate_rps: 4}\n");
+  auto sc = ParseScenario(text, "s.yaml", ".");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  const auto& t = sc->workload.tenants;
+  ASSERT_EQ(t.size(), 3u);
+  ASSERT_EQ(t[0].arrivals.pieces.size(), 2u);
+  EXPECT_DOUBLE_EQ(t[0].arrivals.pieces[0].rate_rps, 7.5);
+  EXPECT_DOUBLE_EQ(t[0].arrivals.pieces[1].rate_rps, 15);
+  EXPECT_DOUBLE_EQ(t[1].arrivals.pieces[1].rate_rps, 5);
+  EXPECT_EQ(t[0].arrivals.kind, ArrivalSpec::Kind::kGamma);
+  EXPECT_DOUBLE_EQ(t[0].arrivals.cv, 2);
+  EXPECT_EQ(t[1].arrivals.kind, ArrivalSpec::Kind::kPoisson);
+  EXPECT_DOUBLE_EQ(t[2].arrivals.rate_rps, 4);
+  EXPECT_TRUE(t[2].arrivals.pieces.empty());
+
+  std::string no_traffic = kBase;
+  no_traffic.replace(no_traffic.find("rate_rps: 1"), 11, "weight: 1");
+  EXPECT_THAT(ErrorOf(no_traffic), testing::HasSubstr("s.yaml:12: tenants[0].weight"));
+  std::string both = kBase;
+  both.replace(both.find("rate_rps: 1"), 11, "rate_rps: 1, weight: 2");
+  EXPECT_THAT(ErrorOf(both), testing::HasSubstr("not both"));
+}
+
 // An override in one replica entry must not leak into the next one's defaults.
 TEST(ScenarioTest, OverridesDoNotLeakBetweenReplicas) {
   auto sc = ParseScenario(
