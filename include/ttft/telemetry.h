@@ -74,6 +74,20 @@ class SpanJsonlWriter {
   int64_t spans_written_ = 0;
 };
 
+// Appends `spans` as one OTLP/JSON ExportTraceServiceRequest on one line (no trailing
+// newline), as the OpenTelemetry Collector's file exporter writes it: one ResourceSpans
+// per (replica, region) with `service.instance.id` and `cloud.region` resource
+// attributes, and per span vLLM's `llm_request` span with its gen_ai.* attributes
+// (vllm/tracing.py SpanAttributes): gen_ai.latency.{time_in_queue, time_to_first_token,
+// time_in_model_prefill, time_in_model_decode, e2e}, gen_ai.usage.{prompt_tokens,
+// completion_tokens, cache_read.input_tokens}, gen_ai.request.id, gen_ai.response.model.
+// startTimeUnixNano is arrival_s in nanoseconds (a decimal string). Unknown values
+// (NaN, -1) are left out. Errors and rejections get status code 2, aborts
+// finish_reasons ["abort"]. front_end_s, itl_max_s, preemptions and the tenant,
+// template and deploy labels have no vLLM attribute and are not written; the reader
+// derives itl_mean_s from decode / (completion_tokens - 1).
+void AppendOtlpJson(std::span<const Span> spans, std::string& out);
+
 // -----------------------------------------------------------------------------
 // Metrics: a plain model of one exposition snapshot
 // -----------------------------------------------------------------------------

@@ -5,10 +5,12 @@
 // fixed, so a direct formatter is simple and exact.
 #include <fmt/format.h>
 
+#include <xxhash.h>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "ttft/telemetry.h"
 
@@ -138,6 +140,103 @@ Status SpanJsonlWriter::Close() {
   }
   file_ = nullptr;
   return st;
+}
+
+// ---------------------------------------------------------------------------
+// OTLP/JSON (ExportTraceServiceRequest), vLLM's llm_request spans
+// ---------------------------------------------------------------------------
+namespace {
+
+void OtlpStringAttr(std::string_view key, std::string_view v, bool& first, std::string& out) {
+  out += first ? "{\"key\":" : ",{\"key\":";
+  first = false;
+  AppendEscaped(key, out);
+  out += ",\"value\":{\"stringValue\":";
+  AppendEscaped(v, out);
+  out += "}}";
+}
+void OtlpDoubleAttr(std::string_view key, double v, bool& first, std::string& out) {
+  if (!std::isfinite(v)) return;  // unknown: the attribute is absent
+  out += first ? "{\"key\":" : ",{\"key\":";
+  first = false;
+  AppendEscaped(key, out);
+  out += ",\"value\":{\"doubleValue\":";
+  AppendDouble(v, out);
+  out += "}}";
+}
+// OTLP/JSON writes 64-bit integers as decimal strings (protobuf JSON mapping).
+void OtlpIntAttr(std::string_view key, int64_t v, bool& first, std::string& out) {
+  if (v < 0) return;  // unknown
+  out += first ? "{\"key\":" : ",{\"key\":";
+  first = false;
+  AppendEscaped(key, out);
+  out += ",\"value\":{\"intValue\":\"";
+  AppendInt(v, out);
+  out += "\"}}";
+}
+void AppendNanos(double seconds, std::string& out) {
+  out.push_back('"');
+  AppendInt(std::isfinite(seconds) && seconds > 0 ? std::llround(seconds * 1e9) : 0, out);
+  out.push_back('"');
+}
+
+}  // namespace
+
+void AppendOtlpJson(std::span<const Span> spans, std::string& out) {
+  // One ResourceSpans per (replica, region), in order of first appearance.
+  std::map<std::pair<std::string_view, std::string_view>, std::vector<size_t>> by_resource;
+  std::vector<std::pair<std::string_view, std::string_view>> order;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    auto key =
+        std::make_pair(std::string_view(spans[i].replica), std::string_view(spans[i].region));
+    auto [it, inserted] = by_resource.try_emplace(key);
+    if (inserted) order.push_back(key);
+    it->second.push_back(i);
+  }
+  out += "{\"resourceSpans\":[";
+  for (size_t r = 0; r < order.size(); ++r) {
+    if (r > 0) out.push_back(',');
+    out += "{\"resource\":{\"attributes\":[";
+    bool first = true;
+    OtlpStringAttr("service.name", "vllm", first, out);
+    if (!order[r].first.empty()) OtlpStringAttr("service.instance.id", order[r].first, first, out);
+    if (!order[r].second.empty()) OtlpStringAttr("cloud.region", order[r].second, first, out);
+    out += "]},\"scopeSpans\":[{\"scope\":{\"name\":\"vllm.llm_engine\"},\"spans\":[";
+    bool first_span = true;
+    for (size_t i : by_resource[order[r]]) {
+      const Span& s = spans[i];
+      if (!first_span) out.push_back(',');
+      first_span = false;
+      const uint64_t h = XXH3_64bits(s.request_id.data(), s.request_id.size());
+      out += fmt::format("{{\"traceId\":\"{:016x}{:016x}\",\"spanId\":\"{:016x}\",", h, ~h, h);
+      out += "\"name\":\"llm_request\",\"kind\":3,\"startTimeUnixNano\":";
+      AppendNanos(s.arrival_s, out);
+      out += ",\"endTimeUnixNano\":";
+      AppendNanos(s.arrival_s + (std::isfinite(s.e2e_s) ? s.e2e_s : 0), out);
+      out += ",\"attributes\":[";
+      bool a = true;
+      OtlpStringAttr("gen_ai.request.id", s.request_id, a, out);
+      if (!s.model.empty()) OtlpStringAttr("gen_ai.response.model", s.model, a, out);
+      OtlpIntAttr("gen_ai.usage.prompt_tokens", s.prompt_tokens, a, out);
+      OtlpIntAttr("gen_ai.usage.completion_tokens", s.output_tokens, a, out);
+      OtlpIntAttr("gen_ai.usage.cache_read.input_tokens", s.cached_tokens, a, out);
+      OtlpDoubleAttr("gen_ai.latency.time_in_queue", s.queue_s, a, out);
+      OtlpDoubleAttr("gen_ai.latency.time_to_first_token", s.ttft_s, a, out);
+      OtlpDoubleAttr("gen_ai.latency.time_in_model_prefill", s.prefill_s, a, out);
+      OtlpDoubleAttr("gen_ai.latency.time_in_model_decode", s.decode_s, a, out);
+      OtlpDoubleAttr("gen_ai.latency.e2e", s.e2e_s, a, out);
+      if (s.status == RequestStatus::kAborted) {
+        OtlpStringAttr("gen_ai.response.finish_reasons", "[\"abort\"]", a, out);
+      }
+      out += "]";
+      if (s.status == RequestStatus::kError || s.status == RequestStatus::kRejectedTooLong) {
+        out += ",\"status\":{\"code\":2}";
+      }
+      out += "}";
+    }
+    out += "]}]}";
+  }
+  out += "]}";
 }
 
 }  // namespace ttft
