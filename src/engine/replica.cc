@@ -19,6 +19,9 @@ namespace ttft {
 // ---------------------------------------------------------------------------
 
 Result<int64_t> EngineConfig::KvCapacityBlocks() const {
+  if (block_size <= 0) {
+    return Status::Invalid(fmt::format("block_size: must be 1..1024, got {}", block_size));
+  }
   const double block_bytes_per_gpu =
       hardware.KvBytesPerToken() / hardware.tp * static_cast<double>(block_size);
   int64_t blocks = num_gpu_blocks;
