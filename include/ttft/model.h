@@ -6,23 +6,28 @@
 //
 // A step's time is
 //
-//   t = step_overhead_s + n_layers * layer_overhead_s + n_allreduce * allreduce_latency_s
-//       + max(flops / (tp * peak_flops * prefill_mfu),  bytes / (tp * hbm_bw * decode_mbu))
+//   t = step_overhead_s + n_layers * layer_overhead_s + seqs * seq_overhead_s
+//       + n_allreduce * (allreduce_latency_s + message_bytes * 2 (tp-1)/tp / allreduce_bus_bw)
+//       + max(flops / (tp * peak_flops * mfu(tokens)),
+//             (weight_bytes + kv_bytes) / (hbm_bw * decode_mbu))
+//   mfu(n) = prefill_mfu * n / (n + prefill_n_half_tokens)
 //
 // where flops counts the linear layers (2 * active params per token), the causal
 // attention term (4 * layers * q_heads * head_dim per query-key pair, so it grows with
-// cached context), and the LM head for each sequence that samples a token; bytes
-// counts the weights read once per step and the KV cache read by attention.
-// `prefill_mfu` is the *effective* rate on model FLOPs: the all-reduce bandwidth term
-// scales with tokens exactly like the GEMMs, so it is folded into it; only the fixed
-// latency of the 2 all-reduces per layer is modelled on its own. The defaults and
-// their sources are in docs/cost-model.md.
+// cached context), and the LM head for each sequence that samples a token; bytes are
+// per GPU: the weights read once per step (for a mixture of experts, only the experts
+// the step's tokens are routed to: E * (1 - (1 - k/E)^tokens) of them per layer, in
+// expectation under uniform routing) and the KV cache read by attention. mfu(n) is the
+// GEMM efficiency curve: small steps cannot fill the tensor cores. The tensor-parallel
+// all-reduces (2 per layer, of the step's activations in 16 bits) are a latency plus a
+// ring all-reduce's bytes over the bus bandwidth, not overlapped with compute (as in
+// vLLM). The values and their sources are in docs/cost-model.md and docs/calibration.md.
 //
 // Example:
 //
 //   auto cfg = ttft::MakeHardwareConfig("llama-3.3-70b", "h100-sxm", ttft::Dtype::kFp8, 2);
 //   ttft::CostModel cm(*cfg, ttft::CostParams{});
-//   double s = cm.PrefillTime(/*uncached_tokens=*/1000, /*cached_tokens=*/5000);  // ~0.078
+//   double s = cm.PrefillTime(/*uncached_tokens=*/1000, /*cached_tokens=*/5000);  // ~0.08
 //
 // Thread safety: CostModel is immutable after construction.
 
@@ -56,13 +61,15 @@ struct ModelSpec {
   int vocab_size = 0;
   bool tie_embeddings = false;
   // Mixture of experts: 0 experts means dense. FLOPs use the active experts per
-  // token; weight reads use all experts (every expert is touched in a large batch).
+  // token; weight reads use the experts the step's tokens touch (CostModel).
   int num_experts = 0;
   int experts_per_token = 0;
   int max_position_embeddings = 0;
 
   // Parameters in the per-layer linear maps and norms (all experts).
   double LayerParams() const;
+  // Parameters of one expert's MLP in one layer (the whole MLP for a dense model).
+  double ExpertParams() const { return 3.0 * hidden_size * static_cast<double>(intermediate_size); }
   // Linear parameters touched by one token (active experts only).
   double ActiveLayerParams() const;
   double EmbeddingParams() const;  // one vocab x hidden matrix
@@ -103,14 +110,18 @@ struct HardwareConfig {
 Result<HardwareConfig> MakeHardwareConfig(std::string_view model, std::string_view gpu, Dtype dtype,
                                           int tp);
 
-// Efficiencies and fixed overheads (docs/cost-model.md gives each value's source).
+// Efficiencies and fixed overheads. The defaults are the calibrated values
+// (docs/calibration.md gives each value's source and fit; docs/cost-model.md the model).
 struct CostParams {
-  double prefill_mfu = 0.50;           // effective fraction of dense peak on model FLOPs
-  double decode_mbu = 0.75;            // fraction of peak HBM bandwidth when memory-bound
+  double prefill_mfu = 0.62;           // plateau of mfu(n): large GEMMs, fraction of dense peak
+  double prefill_n_half_tokens = 80;   // tokens in a step at which mfu(n) is half the plateau
+  double decode_mbu = 0.69;            // fraction of peak HBM bandwidth (weights, KV reads)
   double step_overhead_s = 0.3e-3;     // scheduler + launch per engine step
   double layer_overhead_s = 0.0;       // per layer per step
+  double seq_overhead_s = 12e-6;       // per sequence per step: input prep, sampling, output
   double allreduce_latency_s = 12e-6;  // per all-reduce call when tp > 1 (2 per layer)
-  double front_end_s = 0.010;          // per request: tokenisation, IPC (in TTFT, not queue)
+  double allreduce_bus_gbps = 320;     // NCCL ring bus bandwidth, GB/s (1e9 bytes)
+  double front_end_s = 0.026;          // per request: HTTP, tokenisation, IPC, streaming
   double slowdown = 1.0;               // multiplies the whole step (a throttled GPU)
 };
 
@@ -142,6 +153,12 @@ class CostModel {
 
   // FLOPs of a step (for reporting).
   double StepFlops(const StepShape& shape) const;
+  // mfu(n) for a step of n tokens.
+  double Mfu(int64_t tokens) const;
+  // Weight bytes one GPU reads in a step of `tokens` tokens (MoE: experts touched).
+  double WeightBytesPerGpu(int64_t tokens) const;
+  // The tensor-parallel all-reduces of a step of `tokens` tokens (0 at tp = 1).
+  double AllReduceTime(int64_t tokens) const;
 
   const HardwareConfig& hardware() const { return hw_; }
   const CostParams& params() const { return params_; }
@@ -150,13 +167,15 @@ class CostModel {
  private:
   HardwareConfig hw_;
   CostParams params_;
-  double flops_per_token_;      // 2 * active linear params
-  double flops_per_pair_;       // 4 * layers * heads * head_dim
-  double flops_per_logit_seq_;  // 2 * vocab * hidden
-  double weight_bytes_per_gpu_;
+  double flops_per_token_;             // 2 * active linear params
+  double flops_per_pair_;              // 4 * layers * heads * head_dim
+  double flops_per_logit_seq_;         // 2 * vocab * hidden
+  double dense_weight_bytes_per_gpu_;  // everything but the experts' MLPs (all of a dense model)
+  double expert_bytes_per_gpu_;        // one expert in every layer (MoE only)
   double kv_bytes_per_token_per_gpu_;
-  double compute_rate_;    // FLOP/s across the TP group, at prefill_mfu
-  double bandwidth_rate_;  // bytes/s per GPU, at decode_mbu
+  double peak_rate_;              // FLOP/s across the TP group at 100%
+  double bw_rate_;                // bytes/s per GPU, at decode_mbu
+  double allreduce_s_per_token_;  // bandwidth part of one step's all-reduces, per token
   double fixed_s_;
 };
 

@@ -183,17 +183,6 @@ struct TrafficChange {
   double multiplier = 1;
 };
 
-struct WorkloadSpec {
-  std::vector<TemplateSpec> templates;
-  std::vector<TenantSpec> tenants;
-  std::vector<TraceSpec> traces;
-  std::vector<TemplateSwitch> template_switches;
-  std::vector<TrafficChange> traffic_changes;
-  int block_size = 16;
-  double duration_s = 0;  // arrivals in [0, duration_s)
-  uint64_t seed = 1;
-};
-
 // Hashes full blocks of a prompt given as (content key, length) pieces, chained as
 // vLLM's hash_request_tokens does: h_i = H(h_{i-1}, tokens of block i, extra) with
 // the salt as the first block's extra key. Only full blocks are hashed.
@@ -203,6 +192,86 @@ struct PromptPiece {
 };
 void ComputeBlockHashes(const std::vector<PromptPiece>& pieces, int block_size, uint64_t salt,
                         std::vector<uint64_t>& out);
+
+// One constant-rate load stage of inference-perf: `rate_rps` for `duration_s`.
+struct LoadStage {
+  double rate_rps = 0;
+  double duration_s = 0;
+};
+
+// The `shared_prefix` data generator and `constant` load type of the load tool
+// kubernetes-sigs/inference-perf at commit e8e0aa9, which produced the vLLM
+// measurements in ../shared/data/vllm-h100 (its README, sections 6 and 7):
+//
+//   * num_groups system prompts of system_prompt_len random token ids, and per
+//     group num_prompts_per_group questions of question_len random ids; prompt =
+//     system + " " + question: num_groups x num_prompts_per_group distinct prompts,
+//     shuffled once. Random ids are decoded and re-encoded, so real token counts are
+//     about `token_inflation` times the nominal ones (with +-`length_jitter` spread
+//     per text), plus one BOS token shared by every prompt.
+//   * Request k of a stage sends prompt k mod (groups x prompts), single turn, with
+//     exactly output_len output tokens (ignore_eos).
+//   * A stage draws N = int(rate_rps * duration_s) exponential gaps, rescales them
+//     to sum to duration_s, and sends at stage_start + 1 s + the cumulative sums.
+//     Stages run back to back: the next starts when every request of the previous
+//     one has finished (the server drains) and after a 1 s pause.
+//
+// In a fleet scenario (WorkloadSpec::shared_prefix) the drain cannot be awaited,
+// since the source does not see the engines: stage k+1 starts `stage_gap_s` after
+// stage k's last send. ttft validate (ttft/validate.h) drives the stages itself
+// and waits for the drain, as inference-perf did.
+struct SharedPrefixSpec {
+  std::string tenant = "shared-prefix";
+  int num_groups = 10;
+  int num_prompts_per_group = 10;
+  int system_prompt_len = 100;
+  int question_len = 100;
+  int output_len = 100;
+  // Tokens per nominal token after decode/re-encode of random ids. 1.048 is the mean
+  // of the four Llama-2 runs: (prompt_tokens_mean - 1 BOS) / (system + question) is
+  // 573.91/547, 592.49/566, 786.43/750, 1081.93/1034 (../shared/data/vllm-h100).
+  double token_inflation = 1.048;
+  // Each system text and question is inflated by token_inflation * (1 + U(-j, j)):
+  // j = 0.03 reproduces the measured prompt-length ranges (general: 559-589).
+  double length_jitter = 0.03;
+  bool bos = true;
+  std::vector<LoadStage> stages;
+  double stage_gap_s = 1.0;  // fleet scenarios only: last send of a stage -> next stage start
+  std::string region, pool;
+};
+
+// One of the generator's prompts, after the shuffle.
+struct SharedPrefixPrompt {
+  int32_t group = 0;
+  int32_t tokens = 0;         // including BOS
+  int32_t shared_tokens = 0;  // BOS + the group's system text
+  std::vector<PromptPiece> pieces;
+};
+
+// The shuffled prompts of `spec`, drawn from `seed`. Prompts with the same group
+// share their BOS + system pieces (equal keys), so they share KV blocks.
+std::vector<SharedPrefixPrompt> BuildSharedPrefixPrompts(const SharedPrefixSpec& spec,
+                                                        uint64_t seed);
+
+// inference-perf's ConstantLoadTimer: N = int(rate_rps * duration_s) send times in
+// (start_s + 1, start_s + 1 + duration_s], the last exactly at the end.
+std::vector<double> ConstantLoadSendTimes(double rate_rps, double duration_s, double start_s,
+                                          Rng& rng);
+
+// Checks a SharedPrefixSpec; errors name the field ("shared_prefix[i].question_len: ...").
+Status ValidateSharedPrefix(const SharedPrefixSpec& spec, const std::string& path);
+
+struct WorkloadSpec {
+  std::vector<TemplateSpec> templates;
+  std::vector<TenantSpec> tenants;
+  std::vector<TraceSpec> traces;
+  std::vector<TemplateSwitch> template_switches;
+  std::vector<TrafficChange> traffic_changes;
+  int block_size = 16;
+  double duration_s = 0;  // arrivals in [0, duration_s)
+  uint64_t seed = 1;
+  std::vector<SharedPrefixSpec> shared_prefix;  // inference-perf shared_prefix sources
+};
 
 // Generates requests in arrival order from tenants and traces. Streams: memory is
 // bounded by the number of tenants and traces, not the run length.

@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   add("stats", "Tail statistics of spans or metrics, per group", ttft::cli::RegisterStats);
   add("diagnose", "Decompose a TTFT regression, rank its causes with evidence, and report it",
       ttft::cli::RegisterDiagnose);
+  add("validate", "Measured vs simulated TTFT/E2E/decode for a table of real vLLM runs",
+      ttft::cli::RegisterValidate);
 
   try {
     app.parse(argc, argv);

@@ -96,6 +96,19 @@ struct TraceSource : Source {
   int64_t count = 0;
 };
 
+// inference-perf shared_prefix traffic (shared_prefix.cc): stage by stage.
+struct SharedPrefixSource : Source {
+  const SharedPrefixSpec* spec = nullptr;
+  int32_t tenant = 0;
+  int32_t label = 0;
+  std::vector<SharedPrefixPrompt> prompts;
+  std::vector<std::vector<uint64_t>> hashes;  // per prompt
+  Rng arrival_rng;
+  size_t stage = 0;
+  std::vector<double> times;  // the current stage's send times
+  size_t k = 0;               // request number within the stage
+};
+
 class RequestSourceImpl final : public RequestSource {
  public:
   static Result<std::unique_ptr<RequestSource>> Make(const WorkloadSpec& spec);
@@ -109,11 +122,13 @@ class RequestSourceImpl final : public RequestSource {
  private:
   Status Refill(TenantSource& s);
   Status Refill(TraceSource& s);
+  Status Refill(SharedPrefixSource& s);
   Result<VersionPlan> Plan(const TenantSpec& tenant, size_t tmpl, size_t version);
 
   WorkloadSpec spec_;
   std::vector<std::unique_ptr<TenantSource>> tenants_;
   std::vector<std::unique_ptr<TraceSource>> traces_;
+  std::vector<std::unique_ptr<SharedPrefixSource>> shared_;
   std::vector<std::string> tenant_names_, labels_, regions_, pools_;
   std::vector<std::vector<int32_t>> label_index_;  // [template][version]
   int64_t next_seq_ = 0;
@@ -345,7 +360,62 @@ Result<std::unique_ptr<RequestSource>> RequestSourceImpl::Make(const WorkloadSpe
     self->pools_.push_back(tr.pool);
     self->traces_.push_back(std::move(s));
   }
+  for (size_t i = 0; i < spec.shared_prefix.size(); ++i) {
+    const SharedPrefixSpec& sp = spec.shared_prefix[i];
+    TTFT_RETURN_IF_ERROR(ValidateSharedPrefix(sp, fmt::format("shared_prefix[{}]", i)));
+    auto s = std::make_unique<SharedPrefixSource>();
+    s->spec = &sp;
+    s->prompts = BuildSharedPrefixPrompts(sp, spec.seed);
+    for (const auto& p : s->prompts) {
+      s->hashes.emplace_back();
+      ComputeBlockHashes(p.pieces, spec.block_size, 0, s->hashes.back());
+    }
+    s->arrival_rng.seed(Combine(Combine(HashU64(spec.seed, 0), sp.tenant), "shared-arrivals"));
+    s->times = ConstantLoadSendTimes(sp.stages[0].rate_rps, sp.stages[0].duration_s, 0.0,
+                                     s->arrival_rng);
+    s->tenant = static_cast<int32_t>(self->tenant_names_.size());
+    s->label = static_cast<int32_t>(self->labels_.size());
+    self->labels_.push_back("shared_prefix@" + sp.tenant);
+    self->tenant_names_.push_back(sp.tenant);
+    self->regions_.push_back(sp.region);
+    self->pools_.push_back(sp.pool);
+    self->shared_.push_back(std::move(s));
+  }
   return std::unique_ptr<RequestSource>(std::move(self));
+}
+
+Status RequestSourceImpl::Refill(SharedPrefixSource& s) {
+  const SharedPrefixSpec& sp = *s.spec;
+  while (s.k >= s.times.size()) {
+    if (s.stage + 1 >= sp.stages.size()) {
+      s.exhausted = true;
+      return Status::Ok();
+    }
+    // The next stage starts stage_gap_s after this one's last send (the fleet cannot
+    // wait for the drain; see ttft/workload.h). Request numbers restart at 0.
+    const double start = (s.times.empty() ? 0.0 : s.times.back()) + sp.stage_gap_s;
+    ++s.stage;
+    s.times = ConstantLoadSendTimes(sp.stages[s.stage].rate_rps, sp.stages[s.stage].duration_s,
+                                    start, s.arrival_rng);
+    s.k = 0;
+  }
+  const double t = s.times[s.k];
+  if (spec_.duration_s > 0 && t >= spec_.duration_s) {
+    s.exhausted = true;
+    return Status::Ok();
+  }
+  const size_t prompt = s.k % s.prompts.size();
+  Request& r = s.pending;
+  r = Request{};
+  r.arrival_s = t;
+  r.tenant = s.tenant;
+  r.template_label = s.label;
+  r.prompt_tokens = s.prompts[prompt].tokens;
+  r.output_tokens = sp.output_len;
+  r.block_hashes = s.hashes[prompt];
+  ++s.k;
+  s.has_pending = true;
+  return Status::Ok();
 }
 
 Status RequestSourceImpl::Refill(TenantSource& s) {
@@ -482,6 +552,10 @@ Result<bool> RequestSourceImpl::Next(Request& out) {
     if (s->has_pending && (!best || s->pending.arrival_s < best->pending.arrival_s)) best = s.get();
   }
   for (auto& s : traces_) {
+    if (!s->has_pending && !s->exhausted) TTFT_RETURN_IF_ERROR(Refill(*s));
+    if (s->has_pending && (!best || s->pending.arrival_s < best->pending.arrival_s)) best = s.get();
+  }
+  for (auto& s : shared_) {
     if (!s->has_pending && !s->exhausted) TTFT_RETURN_IF_ERROR(Refill(*s));
     if (s->has_pending && (!best || s->pending.arrival_s < best->pending.arrival_s)) best = s.get();
   }

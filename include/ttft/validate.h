@@ -1,0 +1,138 @@
+// -----------------------------------------------------------------------------
+// File: ttft/validate.h
+// -----------------------------------------------------------------------------
+//
+// Simulator fidelity against real vLLM measurements: reads a table in the format of
+// ../shared/data/vllm-h100/calibration.csv (columns by header name, one row per load
+// stage), rebuilds each run (model, TP, dtype, engine limits, the inference-perf
+// shared_prefix workload, its constant-rate stages run back to back with a drain and
+// a 1 s pause), simulates it on one replica, and compares measured with simulated
+// TTFT, E2E, decode time per output token and output throughput.
+//
+// What is compared, and how it is measured on each side:
+//   * TTFT = first token - send time; E2E = last token - send time (client side;
+//     the simulated front-end overhead stands for HTTP, tokenisation, IPC, streaming).
+//   * decode_ms_per_token = (E2E mean - TTFT mean) / (output_len - 1), the
+//     calibration file's definition (its README, section 6.4).
+//   * out_tok_s = output tokens of successful requests / (last end - first send).
+//   * Percentiles: linear interpolation (numpy's default, which inference-perf uses).
+//
+// Overload: a row is *measured* overloaded when it has failed requests (client
+// timeouts) or a mean TTFT above 10 s; a stage is *simulated* overloaded when its
+// queue grows through the run (mean TTFT or waiting count of the last third of the
+// sends at least 3x the first third's, and TTFT above 10 s). Overloaded rows are left
+// out of the mean absolute percentage errors and reported on their own. Measured
+// statistics of an overloaded run cover only the requests that beat the client's
+// timeout (300 s in the calibration data), so they are censored; the simulated ones
+// are censored the same way (requests slower than the timeout count as failed), but
+// the simulated engine keeps serving them, while vLLM aborts a request whose client
+// has gone: the simulated queue grows faster.
+//
+// Example:
+//
+//   auto rows = ttft::ReadMeasurements("calibration.csv");
+//   auto report = ttft::RunValidation(*rows, ttft::ValidateOptions{});
+//   std::cout << ttft::ValidationText(*report);
+//
+// Thread safety: functions are re-entrant.
+
+#ifndef TTFT_VALIDATE_H_
+#define TTFT_VALIDATE_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ttft/core.h"
+#include "ttft/model.h"
+#include "ttft/workload.h"
+
+namespace ttft {
+
+// Latency, decode interval and throughput of one load stage.
+struct StageMetrics {
+  double ttft_mean_ms = 0, ttft_p50_ms = 0, ttft_p90_ms = 0, ttft_p99_ms = 0;
+  double e2e_mean_ms = 0, e2e_p99_ms = 0;
+  double decode_ms_per_token = 0;
+  double out_tok_s = 0;
+};
+
+// One row of a measurement table: the run's configuration and one stage's numbers.
+struct MeasurementRow {
+  std::string source;  // "file:line", for messages
+  std::string experiment;
+  int stage = 0;
+  std::string model_hf_id;
+  int tp = 1;
+  std::string dtype = "bf16";
+  std::string gpu = "h100-sxm";
+  int64_t max_model_len = 4096;
+  int64_t max_num_batched_tokens = 2048;
+  int64_t max_num_seqs = 128;
+  bool prefix_caching = true;
+  bool chunked_prefill = true;
+  double gpu_mem_util = 0.9;
+  int64_t gpu_kv_cache_tokens = 0;  // 0: unknown (derived from memory)
+  int kv_block_size = 16;
+  SharedPrefixSpec workload;  // groups, prompts, lengths; stages filled per run
+  double rate_rps = 0;
+  double duration_s = 0;
+  int64_t n_failed = 0;
+  StageMetrics measured;
+};
+
+// Reads a measurement CSV (RFC 4180 quoting). Columns are found by header name; the
+// configuration columns and ttft_mean_ms .. decode_ms_per_token are required,
+// out_tok_s, n_failed, gpu_kv_cache_tokens and kv_block_size optional. Errors name
+// "file:line: column: what".
+Result<std::vector<MeasurementRow>> ReadMeasurements(const std::string& path);
+Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
+                                                      const std::string& name);
+
+struct ValidateOptions {
+  CostParams cost;                // the cost model to validate
+  uint64_t seed = 1;              // prompts and arrivals (inference-perf's were unseeded)
+  double client_timeout_s = 300;  // aiohttp's default total timeout (README 6.5)
+  double stage_pause_s = 1.0;     // inference-perf's interval between stages
+};
+
+struct StageResult {
+  std::string experiment;
+  int stage = 0;
+  double rate_rps = 0;
+  bool measured_overloaded = false;
+  bool simulated_overloaded = false;
+  StageMetrics measured, simulated;
+  StageMetrics error;                        // |sim - measured| / measured, per metric
+  int64_t sim_requests = 0, sim_failed = 0;  // failed: slower than the client timeout
+  // Overload evidence: simulated mean TTFT and mean waiting count over the first and
+  // last thirds of the stage's sends.
+  double sim_ttft_first_third_s = 0, sim_ttft_last_third_s = 0;
+  double sim_waiting_first_third = 0, sim_waiting_last_third = 0;
+  double sim_prefix_hit_rate = 0;  // cached / prompt tokens over the stage
+};
+
+struct ValidationReport {
+  std::vector<StageResult> rows;
+  // Mean absolute percentage error (fraction) over the rows not measured overloaded.
+  StageMetrics mape;
+  int mape_rows = 0;
+};
+
+// Simulates every run of `rows` (rows sharing `experiment` are one run's stages, run
+// in stage order on one replica) and compares.
+Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
+                                       const ValidateOptions& options);
+
+// Simulates one run's stages (all rows of one experiment, any order); the results
+// are in stage order without the comparison filled in.
+Result<std::vector<StageResult>> SimulateRun(const std::vector<MeasurementRow>& stages,
+                                             const ValidateOptions& options);
+
+std::string ValidationText(const ValidationReport& report);
+nlohmann::json ValidationJson(const ValidationReport& report);
+
+}  // namespace ttft
+
+#endif  // TTFT_VALIDATE_H_

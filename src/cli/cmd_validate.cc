@@ -1,0 +1,44 @@
+// `ttft validate DATA.csv`: measured versus simulated TTFT, E2E, decode time per output
+// token and throughput for every row of a vLLM measurement table (ttft/validate.h).
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "ttft/validate.h"
+
+namespace ttft::cli {
+
+Runner RegisterValidate(CLI::App& app) {
+  struct Opts {
+    std::string path, format = "text";
+    uint64_t seed = 1;
+    double timeout_s = 300;
+  };
+  auto o = std::make_shared<Opts>();
+  app.add_option("DATA", o->path,
+                 "Measurement table (CSV, columns of ../shared/data/vllm-h100/calibration.csv)")
+      ->required();
+  app.add_option("--format", o->format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--seed", o->seed, "Seed for prompts and arrivals")->capture_default_str();
+  app.add_option("--client-timeout", o->timeout_s, "Client timeout of the load tool, s")
+      ->capture_default_str();
+  return [o]() -> Status {
+    TTFT_ASSIGN_OR_RETURN(auto rows, ReadMeasurements(o->path));
+    ValidateOptions opt;
+    opt.seed = o->seed;
+    opt.client_timeout_s = o->timeout_s;
+    TTFT_ASSIGN_OR_RETURN(ValidationReport rep, RunValidation(rows, opt));
+    if (o->format == "json") {
+      std::cout << ValidationJson(rep).dump(2) << "\n";
+    } else {
+      std::cout << ValidationText(rep);
+    }
+    return Status::Ok();
+  };
+}
+
+}  // namespace ttft::cli

@@ -1,0 +1,538 @@
+// Validation against real vLLM measurements (ttft/validate.h).
+//
+// The run is driven here, on one Replica, rather than through the fleet's event loop:
+// inference-perf starts a stage only when the previous one has drained
+// (../shared/data/vllm-h100/README.md 6.2), which a fleet scenario cannot express
+// (its arrivals are generated before the engines run). The loop below is the fleet's
+// for one replica: a request spends the front-end overhead, enters WAITING, and the
+// replica is interrupted at the step in progress so the next step sees it.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "ttft/engine.h"
+#include "ttft/stats.h"
+#include "ttft/validate.h"
+
+namespace ttft {
+namespace {
+
+constexpr double kOverloadTtftS = 10.0;  // a TTFT no stable config of these rows comes near
+constexpr double kGrowthFactor = 3.0;
+
+// Splits CSV text into records of fields (RFC 4180: quotes, doubled quotes, CRLF).
+// Returns the 1-based line each record starts on.
+Result<std::vector<std::pair<int, std::vector<std::string>>>> SplitCsv(const std::string& text,
+                                                                       const std::string& name) {
+  std::vector<std::pair<int, std::vector<std::string>>> out;
+  std::vector<std::string> rec;
+  std::string field;
+  bool quoted = false, any = false;
+  int line = 1, rec_line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          quoted = false;
+        }
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      quoted = true;
+      any = true;
+    } else if (c == ',') {
+      rec.push_back(std::move(field));
+      field.clear();
+      any = true;
+    } else if (c == '\r') {
+      continue;
+    } else if (c == '\n') {
+      if (any || !field.empty()) {
+        rec.push_back(std::move(field));
+        out.emplace_back(rec_line, std::move(rec));
+      }
+      rec.clear();
+      field.clear();
+      any = false;
+      rec_line = ++line;
+    } else {
+      field += c;
+      any = true;
+    }
+  }
+  if (quoted) return Status::Invalid(fmt::format("{}:{}: unterminated quoted field", name, line));
+  if (any || !field.empty()) {
+    rec.push_back(std::move(field));
+    out.emplace_back(rec_line, std::move(rec));
+  }
+  return out;
+}
+
+double Mean(const std::vector<double>& v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+double Pct(std::vector<double> v, double q) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  return Quantile(std::span<double>(v), q);
+}
+
+double Ape(double sim, double meas) {
+  if (!(std::abs(meas) > 0)) return std::numeric_limits<double>::quiet_NaN();
+  return std::abs(sim - meas) / std::abs(meas);
+}
+
+// The metrics as a list, so that error and MAPE loops stay in one place.
+std::vector<double StageMetrics::*> MetricFields() {
+  return {&StageMetrics::ttft_mean_ms,        &StageMetrics::ttft_p50_ms,
+          &StageMetrics::ttft_p90_ms,         &StageMetrics::ttft_p99_ms,
+          &StageMetrics::e2e_mean_ms,         &StageMetrics::e2e_p99_ms,
+          &StageMetrics::decode_ms_per_token, &StageMetrics::out_tok_s};
+}
+const char* const kMetricNames[] = {
+    "ttft_mean",           "ttft_p50", "ttft_p90", "ttft_p99", "e2e_mean", "e2e_p99",
+    "decode_ms_per_token", "out_tok_s"};
+
+}  // namespace
+
+Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
+                                                      const std::string& name) {
+  TTFT_ASSIGN_OR_RETURN(auto recs, SplitCsv(text, name));
+  if (recs.empty())
+    return Status::Invalid(fmt::format("{}:1: empty file, expected a header", name));
+  const auto& header = recs[0].second;
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  const char* const required[] = {"experiment",
+                                  "stage",
+                                  "model_hf_id",
+                                  "tp",
+                                  "dtype",
+                                  "gpu",
+                                  "max_model_len",
+                                  "max_num_batched_tokens",
+                                  "max_num_seqs",
+                                  "prefix_caching",
+                                  "chunked_prefill",
+                                  "gpu_mem_util",
+                                  "num_groups",
+                                  "prompts_per_group",
+                                  "system_prompt_len",
+                                  "question_len",
+                                  "output_len",
+                                  "rate_rps",
+                                  "duration_s",
+                                  "ttft_mean_ms",
+                                  "ttft_p50_ms",
+                                  "ttft_p90_ms",
+                                  "ttft_p99_ms",
+                                  "e2e_mean_ms",
+                                  "e2e_p99_ms",
+                                  "decode_ms_per_token"};
+  for (const char* c : required) {
+    if (!col.count(c)) {
+      return Status::Invalid(
+          fmt::format("{}:{}: {}: required column missing", name, recs[0].first, c));
+    }
+  }
+  std::vector<MeasurementRow> rows;
+  for (size_t r = 1; r < recs.size(); ++r) {
+    const int line = recs[r].first;
+    const auto& f = recs[r].second;
+    auto cell = [&](const std::string& c) -> std::string {
+      auto it = col.find(c);
+      if (it == col.end() || it->second >= f.size()) return "";
+      return f[it->second];
+    };
+    auto err = [&](const std::string& c, const std::string& what) {
+      return Status::Invalid(fmt::format("{}:{}: {}: {}", name, line, c, what));
+    };
+    auto num = [&](const std::string& c, bool optional, double dflt) -> Result<double> {
+      const std::string s = cell(c);
+      if (s.empty()) {
+        if (optional) return dflt;
+        return err(c, "empty, a number is required");
+      }
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      if (end == s.c_str() || *end != '\0' || !std::isfinite(v)) {
+        return err(c, fmt::format("'{}' is not a number", s));
+      }
+      return v;
+    };
+    auto integer = [&](const std::string& c, bool optional, int64_t dflt) -> Result<int64_t> {
+      TTFT_ASSIGN_OR_RETURN(double v, num(c, optional, static_cast<double>(dflt)));
+      if (v != std::floor(v) || std::abs(v) > 1e15) {
+        return err(c, fmt::format("'{}' is not an integer", cell(c)));
+      }
+      return static_cast<int64_t>(v);
+    };
+    auto boolean = [&](const std::string& c) -> Result<bool> {
+      std::string s = cell(c);
+      std::transform(s.begin(), s.end(), s.begin(),
+                     [](unsigned char ch) { return std::tolower(ch); });
+      if (s == "true" || s == "1" || s == "yes") return true;
+      if (s == "false" || s == "0" || s == "no") return false;
+      return err(c, fmt::format("'{}' is not a boolean (true/false)", cell(c)));
+    };
+    MeasurementRow m;
+    m.source = fmt::format("{}:{}", name, line);
+    m.experiment = cell("experiment");
+    if (m.experiment.empty()) return err("experiment", "empty");
+    TTFT_ASSIGN_OR_RETURN(int64_t stage, integer("stage", false, 0));
+    m.stage = static_cast<int>(stage);
+    m.model_hf_id = cell("model_hf_id");
+    TTFT_ASSIGN_OR_RETURN(int64_t tp, integer("tp", false, 1));
+    m.tp = static_cast<int>(tp);
+    m.dtype = cell("dtype");
+    m.gpu = cell("gpu");
+    TTFT_ASSIGN_OR_RETURN(m.max_model_len, integer("max_model_len", false, 0));
+    TTFT_ASSIGN_OR_RETURN(m.max_num_batched_tokens, integer("max_num_batched_tokens", false, 0));
+    TTFT_ASSIGN_OR_RETURN(m.max_num_seqs, integer("max_num_seqs", false, 0));
+    TTFT_ASSIGN_OR_RETURN(m.prefix_caching, boolean("prefix_caching"));
+    TTFT_ASSIGN_OR_RETURN(m.chunked_prefill, boolean("chunked_prefill"));
+    TTFT_ASSIGN_OR_RETURN(m.gpu_mem_util, num("gpu_mem_util", true, 0.9));
+    TTFT_ASSIGN_OR_RETURN(m.gpu_kv_cache_tokens, integer("gpu_kv_cache_tokens", true, 0));
+    TTFT_ASSIGN_OR_RETURN(int64_t bs, integer("kv_block_size", true, 16));
+    m.kv_block_size = static_cast<int>(bs);
+    TTFT_ASSIGN_OR_RETURN(int64_t g, integer("num_groups", false, 0));
+    TTFT_ASSIGN_OR_RETURN(int64_t p, integer("prompts_per_group", false, 0));
+    TTFT_ASSIGN_OR_RETURN(int64_t sys, integer("system_prompt_len", false, 0));
+    TTFT_ASSIGN_OR_RETURN(int64_t q, integer("question_len", false, 0));
+    TTFT_ASSIGN_OR_RETURN(int64_t out, integer("output_len", false, 0));
+    if (g < 1 || g > 100000) return err("num_groups", "must be in 1..100000");
+    if (p < 1 || p > 100000) return err("prompts_per_group", "must be in 1..100000");
+    if (sys < 0 || sys > 10'000'000) return err("system_prompt_len", "must be in 0..1e7");
+    if (q < 1 || q > 10'000'000) return err("question_len", "must be in 1..1e7");
+    if (out < 2 || out > 10'000'000) return err("output_len", "must be in 2..1e7");
+    m.workload.tenant = m.experiment;
+    m.workload.num_groups = static_cast<int>(g);
+    m.workload.num_prompts_per_group = static_cast<int>(p);
+    m.workload.system_prompt_len = static_cast<int>(sys);
+    m.workload.question_len = static_cast<int>(q);
+    m.workload.output_len = static_cast<int>(out);
+    TTFT_ASSIGN_OR_RETURN(m.rate_rps, num("rate_rps", false, 0));
+    TTFT_ASSIGN_OR_RETURN(m.duration_s, num("duration_s", false, 0));
+    if (!(m.rate_rps > 0)) return err("rate_rps", "must be > 0");
+    if (!(m.duration_s > 0)) return err("duration_s", "must be > 0");
+    if (m.rate_rps * m.duration_s > 1e7) return err("rate_rps", "rate x duration above 1e7");
+    TTFT_ASSIGN_OR_RETURN(m.n_failed, integer("n_failed", true, 0));
+    StageMetrics& s = m.measured;
+    TTFT_ASSIGN_OR_RETURN(s.ttft_mean_ms, num("ttft_mean_ms", false, 0));
+    TTFT_ASSIGN_OR_RETURN(s.ttft_p50_ms, num("ttft_p50_ms", false, 0));
+    TTFT_ASSIGN_OR_RETURN(s.ttft_p90_ms, num("ttft_p90_ms", false, 0));
+    TTFT_ASSIGN_OR_RETURN(s.ttft_p99_ms, num("ttft_p99_ms", false, 0));
+    TTFT_ASSIGN_OR_RETURN(s.e2e_mean_ms, num("e2e_mean_ms", false, 0));
+    TTFT_ASSIGN_OR_RETURN(s.e2e_p99_ms, num("e2e_p99_ms", false, 0));
+    TTFT_ASSIGN_OR_RETURN(s.decode_ms_per_token, num("decode_ms_per_token", false, 0));
+    TTFT_ASSIGN_OR_RETURN(s.out_tok_s, num("out_tok_s", true, std::nan("")));
+    rows.push_back(std::move(m));
+  }
+  if (rows.empty()) return Status::Invalid(fmt::format("{}: no data rows", name));
+  return rows;
+}
+
+Result<std::vector<MeasurementRow>> ReadMeasurements(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("{}: cannot open", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ParseMeasurements(ss.str(), path);
+}
+
+Result<std::vector<StageResult>> SimulateRun(const std::vector<MeasurementRow>& in,
+                                             const ValidateOptions& opt) {
+  if (in.empty()) return std::vector<StageResult>{};
+  std::vector<const MeasurementRow*> stages;
+  for (const auto& r : in) stages.push_back(&r);
+  std::stable_sort(stages.begin(), stages.end(),
+                   [](const auto* a, const auto* b) { return a->stage < b->stage; });
+  const MeasurementRow& first = *stages.front();
+  for (const auto* s : stages) {
+    if (s->model_hf_id != first.model_hf_id || s->tp != first.tp || s->dtype != first.dtype ||
+        s->max_num_seqs != first.max_num_seqs ||
+        s->max_num_batched_tokens != first.max_num_batched_tokens ||
+        s->workload.question_len != first.workload.question_len) {
+      return Status::Invalid(
+          fmt::format("{}: experiment {}: stages differ in configuration from {}", s->source,
+                      s->experiment, first.source));
+    }
+  }
+  auto dtype = ParseDtype(first.dtype);
+  if (!dtype.ok()) return dtype.status().WithContext(first.source + ": dtype");
+  auto hw = MakeHardwareConfig(first.model_hf_id, first.gpu, *dtype, first.tp);
+  if (!hw.ok()) return hw.status().WithContext(first.source);
+  EngineConfig ec;
+  ec.hardware = *hw;
+  ec.cost = opt.cost;
+  ec.block_size = first.kv_block_size;
+  ec.gpu_memory_utilization = first.gpu_mem_util;
+  ec.max_num_batched_tokens = first.max_num_batched_tokens;
+  ec.max_num_seqs = first.max_num_seqs;
+  ec.max_model_len = first.max_model_len;
+  ec.enable_chunked_prefill = first.chunked_prefill;
+  ec.enable_prefix_caching = first.prefix_caching;
+  // vLLM's own log line gives the capacity when the table has it; otherwise memory.
+  if (first.gpu_kv_cache_tokens > 0) ec.num_gpu_blocks = first.gpu_kv_cache_tokens / ec.block_size;
+  TTFT_RETURN_IF_ERROR(ec.Validate().WithContext(first.source));
+  TTFT_ASSIGN_OR_RETURN(int64_t blocks, ec.KvCapacityBlocks());
+  Replica replica(ec, blocks);
+
+  SharedPrefixSpec wl = first.workload;
+  const std::vector<SharedPrefixPrompt> prompts = BuildSharedPrefixPrompts(wl, opt.seed);
+  std::vector<std::vector<uint64_t>> hashes;
+  for (const auto& p : prompts) {
+    hashes.emplace_back();
+    ComputeBlockHashes(p.pieces, ec.block_size, 0, hashes.back());
+  }
+  Rng arrival_rng(opt.seed * 0x9e3779b97f4a7c15ULL + 17);
+
+  std::vector<StageResult> results;
+  double stage_start = 0;
+  double now = 0;
+  double step_end = -1;
+  int64_t seq = 0;
+  for (const MeasurementRow* st : stages) {
+    const std::vector<double> sends =
+        ConstantLoadSendTimes(st->rate_rps, st->duration_s, stage_start, arrival_rng);
+    const size_t n = sends.size();
+    std::vector<double> ttft(n, -1), e2e(n, -1), waiting(n, 0);
+    int64_t cached = 0, prompt_tokens = 0;
+    double last_end = stage_start;
+    size_t finished = 0;
+    const int64_t seq0 = seq;
+    FinishFn on_finish = [&](const FinishedRequest& f) {
+      const auto k = static_cast<size_t>(f.request->seq - seq0);
+      ++finished;
+      if (f.status != RequestStatus::kOk) return;
+      ttft[k] = f.first_token_s - f.request->arrival_s;
+      e2e[k] = f.last_token_s - f.request->arrival_s;
+      cached += f.cached_tokens;
+      prompt_tokens += f.request->prompt_tokens;
+      last_end = std::max(last_end, f.last_token_s);
+    };
+    size_t next = 0;  // next request to enqueue (after the front end)
+    while (finished < n) {
+      const double enq_t =
+          next < n ? sends[next] + opt.cost.front_end_s : std::numeric_limits<double>::infinity();
+      if (step_end >= 0 && step_end <= enq_t) {
+        now = step_end;
+        replica.FinishStep(now, on_finish);
+        step_end = replica.StartStep(now);
+        continue;
+      }
+      if (next >= n) {
+        return Status::Internal(fmt::format("{}: the replica stopped with {} of {} requests open",
+                                            st->source, n - finished, n));
+      }
+      now = enq_t;
+      auto req = std::make_unique<Request>();
+      req->seq = seq++;
+      req->arrival_s = sends[next];
+      const size_t pi = next % prompts.size();  // request k sends prompt k mod n
+      req->prompt_tokens = prompts[pi].tokens;
+      req->output_tokens = wl.output_len;
+      req->block_hashes = hashes[pi];
+      waiting[next] = static_cast<double>(replica.num_waiting());
+      replica.Enqueue(std::move(req), now, on_finish);
+      step_end = replica.step_planned() ? replica.Interrupt(now) : replica.StartStep(now);
+      ++next;
+    }
+    // Drained: inference-perf sleeps `interval` (1 s), then starts the next stage.
+    stage_start = std::max(now, last_end) + opt.stage_pause_s;
+
+    StageResult res;
+    res.experiment = st->experiment;
+    res.stage = st->stage;
+    res.rate_rps = st->rate_rps;
+    res.sim_requests = static_cast<int64_t>(n);
+    std::vector<double> ok_ttft, ok_e2e;
+    double first_third_t = 0, last_third_t = 0, first_third_w = 0, last_third_w = 0;
+    size_t n1 = 0, n3 = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const bool third1 = k < n / 3, third3 = k >= n - n / 3;
+      // TTFT of a request the client gave up on: at least the timeout.
+      const double t = ttft[k] >= 0 ? ttft[k] : opt.client_timeout_s;
+      if (third1) {
+        first_third_t += t;
+        first_third_w += waiting[k];
+        ++n1;
+      }
+      if (third3) {
+        last_third_t += t;
+        last_third_w += waiting[k];
+        ++n3;
+      }
+      if (e2e[k] < 0 || e2e[k] > opt.client_timeout_s) {
+        ++res.sim_failed;
+        continue;
+      }
+      ok_ttft.push_back(ttft[k] * 1e3);
+      ok_e2e.push_back(e2e[k] * 1e3);
+    }
+    res.sim_ttft_first_third_s = n1 ? first_third_t / static_cast<double>(n1) : 0;
+    res.sim_ttft_last_third_s = n3 ? last_third_t / static_cast<double>(n3) : 0;
+    res.sim_waiting_first_third = n1 ? first_third_w / static_cast<double>(n1) : 0;
+    res.sim_waiting_last_third = n3 ? last_third_w / static_cast<double>(n3) : 0;
+    res.sim_prefix_hit_rate =
+        prompt_tokens > 0 ? static_cast<double>(cached) / static_cast<double>(prompt_tokens) : 0;
+    StageMetrics& s = res.simulated;
+    s.ttft_mean_ms = Mean(ok_ttft);
+    s.ttft_p50_ms = Pct(ok_ttft, 0.5);
+    s.ttft_p90_ms = Pct(ok_ttft, 0.9);
+    s.ttft_p99_ms = Pct(ok_ttft, 0.99);
+    s.e2e_mean_ms = Mean(ok_e2e);
+    s.e2e_p99_ms = Pct(ok_e2e, 0.99);
+    s.decode_ms_per_token = (s.e2e_mean_ms - s.ttft_mean_ms) / (wl.output_len - 1);
+    const double span = last_end - sends.front();
+    s.out_tok_s = span > 0 ? static_cast<double>(ok_e2e.size()) * wl.output_len / span : 0;
+    const bool growing =
+        res.sim_ttft_last_third_s >= kGrowthFactor * res.sim_ttft_first_third_s ||
+        res.sim_waiting_last_third >= kGrowthFactor * std::max(1.0, res.sim_waiting_first_third);
+    res.simulated_overloaded =
+        res.sim_failed > 0 || (growing && res.sim_ttft_last_third_s > kOverloadTtftS);
+    results.push_back(std::move(res));
+  }
+  return results;
+}
+
+Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
+                                       const ValidateOptions& opt) {
+  // Runs in order of first appearance.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<MeasurementRow>> runs;
+  for (const auto& r : rows) {
+    if (!runs.count(r.experiment)) order.push_back(r.experiment);
+    runs[r.experiment].push_back(r);
+  }
+  ValidationReport rep;
+  const auto fields = MetricFields();
+  std::vector<double> sum(fields.size(), 0);
+  std::vector<int> cnt(fields.size(), 0);
+  for (const auto& name : order) {
+    const auto& stages = runs[name];
+    TTFT_ASSIGN_OR_RETURN(std::vector<StageResult> res, SimulateRun(stages, opt));
+    for (StageResult& r : res) {
+      const MeasurementRow* m = nullptr;
+      for (const auto& s : stages) {
+        if (s.stage == r.stage) m = &s;
+      }
+      r.measured = m->measured;
+      r.measured_overloaded = m->n_failed > 0 || m->measured.ttft_mean_ms > kOverloadTtftS * 1e3;
+      for (size_t i = 0; i < fields.size(); ++i) {
+        r.error.*fields[i] = Ape(r.simulated.*fields[i], r.measured.*fields[i]);
+        if (!r.measured_overloaded && std::isfinite(r.error.*fields[i])) {
+          sum[i] += r.error.*fields[i];
+          ++cnt[i];
+        }
+      }
+      if (!r.measured_overloaded) ++rep.mape_rows;
+      rep.rows.push_back(std::move(r));
+    }
+  }
+  for (size_t i = 0; i < fields.size(); ++i) {
+    rep.mape.*fields[i] = cnt[i] ? sum[i] / cnt[i] : std::numeric_limits<double>::quiet_NaN();
+  }
+  return rep;
+}
+
+std::string ValidationText(const ValidationReport& rep) {
+  std::string out;
+  const auto fields = MetricFields();
+  auto line = [&](const char* label, const StageMetrics& m, bool pct) {
+    out += fmt::format("  {:<10}", label);
+    for (auto f : fields) {
+      const double v = m.*f;
+      out += pct ? fmt::format(" {:>9.1f}%", v * 100) : fmt::format(" {:>10.1f}", v);
+    }
+    out += "\n";
+  };
+  std::string head = fmt::format("  {:<10}", "");
+  for (const char* n : kMetricNames) head += fmt::format(" {:>10.10}", n);
+  for (const StageResult& r : rep.rows) {
+    out += fmt::format("{} stage {} ({} req/s){}\n", r.experiment, r.stage, r.rate_rps,
+                       r.measured_overloaded || r.simulated_overloaded ? "  ** OVERLOADED **" : "");
+    out += head + "\n";
+    line("measured", r.measured, false);
+    line("simulated", r.simulated, false);
+    line("abs err", r.error, true);
+    out += fmt::format(
+        "  simulated prefix-cache hit rate {:.1f}%; mean TTFT first/last third of sends "
+        "{:.3f}/{:.3f} s; mean waiting {:.1f}/{:.1f}; {} of {} slower than the client "
+        "timeout\n",
+        r.sim_prefix_hit_rate * 100, r.sim_ttft_first_third_s, r.sim_ttft_last_third_s,
+        r.sim_waiting_first_third, r.sim_waiting_last_third, r.sim_failed, r.sim_requests);
+    if (r.measured_overloaded) {
+      out += fmt::format(
+          "  overloaded in the measurement ({}) and {} in the simulation: TTFT in minutes, a "
+          "queue that grows through the run; measured statistics cover only requests that beat "
+          "the 300 s client timeout (censored). Left out of the MAPE.\n",
+          "client timeouts / TTFT above 10 s", r.simulated_overloaded ? "flagged" : "NOT flagged");
+    } else if (r.simulated_overloaded) {
+      out += "  the simulation is overloaded where the measurement is not: a model error.\n";
+    }
+    out += "\n";
+  }
+  out += fmt::format("MAPE over {} rows not measured overloaded\n", rep.mape_rows);
+  out += head + "\n";
+  line("MAPE", rep.mape, true);
+  return out;
+}
+
+nlohmann::json ValidationJson(const ValidationReport& rep) {
+  const auto fields = MetricFields();
+  auto obj = [&](const StageMetrics& m) {
+    nlohmann::json j = nlohmann::json::object();
+    for (size_t i = 0; i < fields.size(); ++i) {
+      const double v = m.*fields[i];
+      j[kMetricNames[i]] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+    }
+    return j;
+  };
+  nlohmann::json rows = nlohmann::json::array();
+  nlohmann::json overloaded = nlohmann::json::array();
+  for (const StageResult& r : rep.rows) {
+    nlohmann::json j{{"experiment", r.experiment},
+                     {"stage", r.stage},
+                     {"rate_rps", r.rate_rps},
+                     {"overloaded", r.measured_overloaded || r.simulated_overloaded},
+                     {"measured_overloaded", r.measured_overloaded},
+                     {"simulated_overloaded", r.simulated_overloaded},
+                     {"measured", obj(r.measured)},
+                     {"simulated", obj(r.simulated)},
+                     {"error", obj(r.error)},
+                     {"simulation",
+                      {{"requests", r.sim_requests},
+                       {"slower_than_client_timeout", r.sim_failed},
+                       {"prefix_hit_rate", r.sim_prefix_hit_rate},
+                       {"ttft_first_third_s", r.sim_ttft_first_third_s},
+                       {"ttft_last_third_s", r.sim_ttft_last_third_s},
+                       {"waiting_first_third", r.sim_waiting_first_third},
+                       {"waiting_last_third", r.sim_waiting_last_third}}}};
+    if (r.measured_overloaded) overloaded.push_back(fmt::format("{}/{}", r.experiment, r.stage));
+    rows.push_back(std::move(j));
+  }
+  return {{"rows", rows},
+          {"mape", obj(rep.mape)},
+          {"mape_rows", rep.mape_rows},
+          {"overloaded_rows_excluded", overloaded}};
+}
+
+}  // namespace ttft

@@ -1,0 +1,136 @@
+// ttft validate: the measurement reader, the run driver and the comparison.
+#include "ttft/validate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+namespace ttft {
+namespace {
+
+// The calibration file's columns that the reader needs, in a different order, for a
+// small model at a low rate (fast to simulate).
+constexpr char kHeader[] =
+    "stage,experiment,notes,model_hf_id,tp,dtype,gpu,max_model_len,max_num_batched_tokens,"
+    "max_num_seqs,prefix_caching,chunked_prefill,gpu_mem_util,num_groups,prompts_per_group,"
+    "system_prompt_len,question_len,output_len,rate_rps,duration_s,ttft_mean_ms,ttft_p50_ms,"
+    "ttft_p90_ms,ttft_p99_ms,e2e_mean_ms,e2e_p99_ms,decode_ms_per_token,n_failed\n";
+
+std::string Row(int stage, double rate, double duration, const std::string& exp = "tiny") {
+  return std::to_string(stage) + "," + exp +
+         ",\"a note, with a comma\",meta-llama/Llama-2-7b-hf,1,float16,H100-SXM-80GB-HBM3,4096,"
+         "2048,128,true,true,0.9,10,10,100,447,64," +
+         std::to_string(rate) + "," + std::to_string(duration) + ",50,50,55,60,1000,1100,8,0\n";
+}
+
+TEST(ReadMeasurements, ColumnsByNameAndQuotedFields) {
+  auto rows = ParseMeasurements(std::string(kHeader) + Row(0, 2, 30) + Row(1, 4, 30), "t.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 2u);
+  const MeasurementRow& r = (*rows)[1];
+  EXPECT_EQ(r.experiment, "tiny");
+  EXPECT_EQ(r.stage, 1);
+  EXPECT_EQ(r.model_hf_id, "meta-llama/Llama-2-7b-hf");
+  EXPECT_EQ(r.workload.question_len, 447);
+  EXPECT_EQ(r.workload.output_len, 64);
+  EXPECT_DOUBLE_EQ(r.rate_rps, 4);
+  EXPECT_DOUBLE_EQ(r.measured.decode_ms_per_token, 8);
+  EXPECT_TRUE(std::isnan(r.measured.out_tok_s));  // optional column absent
+  EXPECT_EQ(r.source, "t.csv:3");
+}
+
+TEST(ReadMeasurements, ErrorsNameFileLineAndColumn) {
+  std::string bad = std::string(kHeader) + Row(0, 2, 30);
+  bad.replace(bad.find(",true,true,"), 11, ",true,maybe,");
+  auto r = ParseMeasurements(bad, "t.csv");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("t.csv:2: chunked_prefill"), std::string::npos)
+      << r.status().message();
+  std::string no_col = kHeader;
+  no_col.replace(no_col.find("rate_rps"), 8, "rate_rpz");
+  r = ParseMeasurements(no_col + Row(0, 2, 30), "t.csv");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("t.csv:1: rate_rps: required column"), std::string::npos)
+      << r.status().message();
+  r = ParseMeasurements(std::string(kHeader) + "0,tiny,\"unterminated\n", "t.csv");
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(SimulateRun, StagesRunBackToBackAndReuseThePrompts) {
+  auto rows = ParseMeasurements(std::string(kHeader) + Row(1, 4, 60) + Row(0, 2, 60), "t.csv");
+  ASSERT_TRUE(rows.ok());
+  ValidateOptions opt;
+  auto res = SimulateRun(*rows, opt);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  ASSERT_EQ(res->size(), 2u);
+  EXPECT_EQ((*res)[0].stage, 0);  // sorted by stage
+  EXPECT_EQ((*res)[0].sim_requests, 120);
+  EXPECT_EQ((*res)[1].sim_requests, 240);
+  // 100 prompts re-sent cyclically: after the first 100 every full block is cached.
+  // Stage 0 sends each prompt 1.2 times on average, stage 1 2.4 times, all warm.
+  EXPECT_GT((*res)[0].sim_prefix_hit_rate, 0.05);
+  EXPECT_GT((*res)[1].sim_prefix_hit_rate, 0.9);
+  EXPECT_LT((*res)[1].simulated.ttft_mean_ms, (*res)[0].simulated.ttft_p99_ms);
+  for (const auto& r : *res) {
+    EXPECT_FALSE(r.simulated_overloaded);
+    EXPECT_EQ(r.sim_failed, 0);
+    // Decode interval: a 7B model's weights stream in a few ms per step on an H100.
+    EXPECT_GT(r.simulated.decode_ms_per_token, 3);
+    EXPECT_LT(r.simulated.decode_ms_per_token, 12);
+    EXPECT_GT(r.simulated.ttft_mean_ms, opt.cost.front_end_s * 1e3);
+    EXPECT_NEAR(r.simulated.out_tok_s, r.rate_rps * 64, r.rate_rps * 64 * 0.15);
+  }
+}
+
+TEST(SimulateRun, OverloadIsFlaggedNotAveragedAway) {
+  // 40 req/s of 1,000-token outputs on a 7B replica capped at 16 sequences: the queue
+  // grows through the run.
+  std::string row = Row(0, 40, 60, "over");
+  row.replace(row.find(",128,"), 5, ",16,");
+  row.replace(row.find(",64,"), 4, ",1000,");
+  auto rows = ParseMeasurements(std::string(kHeader) + row, "t.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ValidateOptions opt;
+  opt.client_timeout_s = 60;
+  auto rep = RunValidation(*rows, opt);
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  const StageResult& r = rep->rows[0];
+  EXPECT_TRUE(r.simulated_overloaded);
+  EXPECT_FALSE(r.measured_overloaded);  // the made-up measurement says 50 ms
+  EXPECT_GT(r.sim_ttft_last_third_s, 3 * r.sim_ttft_first_third_s);
+  EXPECT_GT(r.sim_failed, 0);
+  // A stable measured row counts in the MAPE, with its (huge) error.
+  EXPECT_EQ(rep->mape_rows, 1);
+  EXPECT_GT(rep->mape.ttft_mean_ms, 10);
+  const auto j = ValidationJson(*rep);
+  EXPECT_TRUE(j["rows"][0]["overloaded"].get<bool>());
+  EXPECT_TRUE(j["mape"].contains("decode_ms_per_token"));
+}
+
+// The calibration data (../shared/data/vllm-h100): the issue's targets hold in sample,
+// and the overloaded reasoning run is flagged on both sides.
+TEST(Calibration, TargetsOnTheCalibrationData) {
+  const std::filesystem::path csv =
+      std::filesystem::path(TTFT_SHARED_DATA_DIR) / "vllm-h100" / "calibration.csv";
+  if (!std::filesystem::exists(csv)) {
+    GTEST_SKIP() << "calibration data not found at " << csv.string();
+  }
+  auto rows = ReadMeasurements(csv.string());
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  auto rep = RunValidation(*rows, ValidateOptions{});
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  ASSERT_EQ(rep->rows.size(), 6u);
+  EXPECT_EQ(rep->mape_rows, 5);
+  for (const auto& r : rep->rows) {
+    const bool reasoning = r.experiment.find("reasoning") != std::string::npos;
+    EXPECT_EQ(r.measured_overloaded, reasoning) << r.experiment;
+    EXPECT_EQ(r.simulated_overloaded, reasoning) << r.experiment;
+  }
+  EXPECT_LE(rep->mape.ttft_mean_ms, 0.15);
+  EXPECT_LE(rep->mape.decode_ms_per_token, 0.07);
+  EXPECT_LE(rep->mape.e2e_mean_ms, 0.08);
+}
+
+}  // namespace
+}  // namespace ttft
