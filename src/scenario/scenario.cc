@@ -220,7 +220,7 @@ Status Parser::CheckMap(const YAML::Node& n, const std::string& path, const Keys
   if (!n.IsMap()) return ErrGot(n, path.empty() ? "(top level)" : path, "expected a map");
   std::set<std::string, std::less<>> seen;
   for (auto it = n.begin(); it != n.end(); ++it) {
-    const YAML::Node& k = it->first;
+    const YAML::Node k = it->first;  // a copy: the iterator yields a temporary
     if (!k.IsScalar()) return ErrGot(k, path.empty() ? "(top level)" : path, "expected a key");
     const std::string& key = k.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
@@ -676,7 +676,7 @@ Status Parser::ParseRouter(const YAML::Node& n, Scenario& sc) {
 Status Parser::CollectEngine(const YAML::Node& map, const std::string& path,
                              EngineLayer& layer) const {
   for (auto it = map.begin(); it != map.end(); ++it) {
-    const std::string& key = it->first.Scalar();
+    const std::string key = it->first.Scalar();
     if (std::find(kEngineKeys.begin(), kEngineKeys.end(), key) == kEngineKeys.end()) continue;
     const std::string p = Join(path, key);
     if (key == "cost") {
@@ -1060,7 +1060,7 @@ Status Parser::ParseEvents(const YAML::Node& n, Scenario& sc) {
         const Keys keys = Concat(Concat(common, {"replica", "replicas"}), kEngineKeys);
         TTFT_RETURN_IF_ERROR(CheckMap(m, p, keys));
         for (auto it = m.begin(); it != m.end(); ++it) {
-          const std::string& key = it->first.Scalar();
+          const std::string key = it->first.Scalar();
           if (std::find(kEngineKeys.begin(), kEngineKeys.end(), key) != kEngineKeys.end() &&
               std::find(kDeployConfigKeys.begin(), kDeployConfigKeys.end(), key) ==
                   kDeployConfigKeys.end()) {
