@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "ttft/core.h"
+#include "ttft/fleet.h"
 #include "ttft/model.h"
 #include "ttft/workload.h"
 
@@ -129,6 +130,46 @@ Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
 // are in stage order without the comparison filled in.
 Result<std::vector<StageResult>> SimulateRun(const std::vector<MeasurementRow>& stages,
                                              const ValidateOptions& options);
+
+// Prefix reuse of a trace: prompt tokens served from the prefix cache over all prompt
+// tokens, with vLLM's semantics (full `block_size` blocks only, matched from the
+// start of the prompt, the last prompt token always computed).
+struct TraceReuse {
+  int64_t requests = 0;
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;
+  int64_t blocks_needed = 0;  // upper bound of the blocks a replay can allocate
+  int64_t max_prompt_tokens = 0;
+  double ratio() const {
+    return prompt_tokens > 0 ? static_cast<double>(cached_tokens) / prompt_tokens : 0.0;
+  }
+};
+
+// The reuse an unlimited cache would see, computed from a Mooncake trace's block ids
+// alone (no simulator): request r's cached tokens are the full `block_size` blocks of
+// its longest prefix whose Mooncake id chain, and the tokens within the chain's last
+// 512-token block, appeared in an earlier request, capped at (prompt - 1) rounded
+// down to a block. `block_size` must divide 512. max_requests 0 = all.
+Result<TraceReuse> MooncakeReuseFromIds(const std::string& path, int64_t max_requests,
+                                        int block_size);
+
+// Replays a Mooncake trace through the fleet simulator and sums its spans' cached and
+// prompt tokens.
+struct TraceReplayOptions {
+  std::string path;
+  int64_t max_requests = 0;
+  double time_scale = 1.0;
+  int replicas = 1;
+  RouterSpec::Kind router = RouterSpec::Kind::kRoundRobin;
+  int64_t blocks_per_replica = 0;  // KV capacity; 0 = from GPU memory
+  int block_size = 16;
+  std::string model = "llama-3.1-8b", gpu = "h100-sxm";
+  int tp = 1;
+  int64_t max_model_len = 262144;
+  int64_t max_num_batched_tokens = 8192;
+  int64_t max_num_seqs = 256;
+};
+Result<TraceReuse> SimulateTraceReuse(const TraceReplayOptions& options);
 
 std::string ValidationText(const ValidationReport& report);
 nlohmann::json ValidationJson(const ValidationReport& report);
