@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ttft/model.h"
 
 namespace ttft {
@@ -66,6 +68,95 @@ TEST(CostModel, SlowdownScalesStep) {
   double base = cm.PrefillTime(2000, 0);
   cm.set_slowdown(2.0);
   EXPECT_DOUBLE_EQ(cm.PrefillTime(2000, 0), 2.0 * base);
+}
+
+// Every preset against its published config.json (Hugging Face hub; the values were
+// checked against copies of each config.json in public repositories, docs/calibration.md).
+TEST(ModelSpec, PresetsMatchPublishedConfigs) {
+  struct Want {
+    const char* hf_id;
+    int layers, hidden, heads, kv_heads, ffn, vocab, experts, top_k, max_pos;
+  };
+  const Want want[] = {
+      {"meta-llama/Llama-2-7b-hf", 32, 4096, 32, 32, 11008, 32000, 0, 0, 4096},
+      {"meta-llama/Llama-2-70b-hf", 80, 8192, 64, 8, 28672, 32000, 0, 0, 4096},
+      {"codellama/CodeLlama-34b-Instruct-hf", 48, 8192, 64, 8, 22016, 32000, 0, 0, 16384},
+      {"mistralai/Mixtral-8x7B-v0.1", 32, 4096, 32, 8, 14336, 32000, 8, 2, 32768},
+      {"meta-llama/Llama-3.1-8B-Instruct", 32, 4096, 32, 8, 14336, 128256, 0, 0, 131072},
+      {"meta-llama/Llama-3.1-70B-Instruct", 80, 8192, 64, 8, 28672, 128256, 0, 0, 131072},
+      {"meta-llama/Llama-3.3-70B-Instruct", 80, 8192, 64, 8, 28672, 128256, 0, 0, 131072},
+      {"Qwen/Qwen2.5-7B-Instruct", 28, 3584, 28, 4, 18944, 152064, 0, 0, 32768},
+  };
+  for (const Want& w : want) {
+    auto m = FindModel(w.hf_id);
+    ASSERT_TRUE(m.ok()) << w.hf_id;
+    EXPECT_EQ(m->num_layers, w.layers) << w.hf_id;
+    EXPECT_EQ(m->hidden_size, w.hidden) << w.hf_id;
+    EXPECT_EQ(m->num_heads, w.heads) << w.hf_id;
+    EXPECT_EQ(m->num_kv_heads, w.kv_heads) << w.hf_id;
+    EXPECT_EQ(m->head_dim, w.hidden / w.heads) << w.hf_id;
+    EXPECT_EQ(m->intermediate_size, w.ffn) << w.hf_id;
+    EXPECT_EQ(m->vocab_size, w.vocab) << w.hf_id;
+    EXPECT_EQ(m->num_experts, w.experts) << w.hf_id;
+    EXPECT_EQ(m->experts_per_token, w.top_k) << w.hf_id;
+    EXPECT_EQ(m->max_position_embeddings, w.max_pos) << w.hf_id;
+    EXPECT_FALSE(m->tie_embeddings) << w.hf_id;
+  }
+  // Published sizes: CodeLlama-34B 33.7 B, Qwen2.5-7B 7.6 B (7.62 with its QKV biases,
+  // which the preset leaves out: 0.1% of the weights).
+  EXPECT_NEAR(FindModel("codellama-34b")->TotalParams() / 1e9, 33.74, 0.05);
+  EXPECT_NEAR(FindModel("qwen2.5-7b")->TotalParams() / 1e9, 7.61, 0.02);
+  EXPECT_NEAR(FindModel("llama-3.1-8b")->TotalParams() / 1e9, 8.03, 0.01);
+}
+
+// Mixtral: FLOPs follow the 2 active experts per token; the weights read in a step
+// are the experts the step's tokens touch, E * (1 - (1 - k/E)^B) of them per layer.
+TEST(CostModel, MixtureOfExpertsReadsTheExpertsTheBatchTouches) {
+  auto hw = MakeHardwareConfig("mixtral-8x7b", "h100-sxm", Dtype::kBf16, 2);
+  ASSERT_TRUE(hw.ok());
+  CostModel cm(*hw, CostParams{});
+  const ModelSpec& m = hw->model;
+  const double expert = m.num_layers * m.ExpertParams() * 2.0 / 2;  // bytes per GPU
+  const double all = hw->WeightBytes() / 2;
+  EXPECT_NEAR(cm.WeightBytesPerGpu(1), all - 6 * expert, 1e3);  // 2 of 8 experts
+  const double touched4 = 8 * (1 - std::pow(0.75, 4));          // 5.47 experts
+  EXPECT_NEAR(cm.WeightBytesPerGpu(4), all - (8 - touched4) * expert, 1e3);
+  EXPECT_NEAR(cm.WeightBytesPerGpu(256), all, all * 1e-9);  // a big batch touches all 8
+  // Decode at batch 1 reads about 13 B parameters' worth, not 47 B.
+  EXPECT_LT(cm.DecodeStepTime(1, 100), 0.5 * cm.DecodeStepTime(256, 100));
+  StepShape s;
+  CostModel::AddSequence(s, 0, 1000, true);
+  const double active_per_token = 2.0 * m.num_layers * m.ActiveLayerParams();
+  EXPECT_NEAR(cm.StepFlops(s) - cm.StepFlops(StepShape{}), 1000 * active_per_token,
+              0.05 * 1000 * active_per_token);  // plus attention and the LM head
+  EXPECT_LT(active_per_token, 0.3 * 2.0 * m.num_layers * m.LayerParams());
+  // A dense model reads all its weights whatever the batch.
+  CostModel dense(*MakeHardwareConfig("llama-2-70b", "h100-sxm", Dtype::kBf16, 4), {});
+  EXPECT_DOUBLE_EQ(dense.WeightBytesPerGpu(1), dense.WeightBytesPerGpu(512));
+}
+
+TEST(CostModel, PrefillEfficiencyRisesWithStepTokens) {
+  CostModel cm = SeedModel();
+  const CostParams p;
+  EXPECT_NEAR(cm.Mfu(static_cast<int64_t>(p.prefill_n_half_tokens)), p.prefill_mfu / 2, 1e-9);
+  EXPECT_LT(cm.Mfu(64), cm.Mfu(512));
+  EXPECT_LT(cm.Mfu(512), cm.Mfu(8192));
+  EXPECT_LT(cm.Mfu(1 << 20), p.prefill_mfu);
+  // Per token, a big prefill is cheaper than a small one.
+  EXPECT_LT(cm.PrefillTime(4096, 0) / 4096, cm.PrefillTime(128, 0) / 128);
+}
+
+TEST(CostModel, AllReduceGrowsWithMessageSize) {
+  auto tp4 = MakeHardwareConfig("llama-2-70b", "h100-sxm", Dtype::kBf16, 4);
+  auto tp1 = MakeHardwareConfig("llama-2-7b", "h100-sxm", Dtype::kBf16, 1);
+  CostModel a(*tp4, {}), b(*tp1, {});
+  EXPECT_EQ(b.AllReduceTime(4096), 0.0);
+  const CostParams p;
+  // 160 all-reduces of 2048 tokens x 8192 x 2 B = 32 MiB at tp 4: 1.5 x 32 MiB / 320 GB/s
+  // each, about Vidur's measured 0.167 ms per 32 MiB all-reduce on TP4 H100.
+  const double per_call = (a.AllReduceTime(2048) - a.AllReduceTime(0)) / 160;
+  EXPECT_NEAR(per_call, 0.167e-3, 0.167e-3 * 0.2);
+  EXPECT_NEAR(a.AllReduceTime(0), 160 * p.allreduce_latency_s, 1e-12);
 }
 
 TEST(HardwareConfig, RejectsBadTpAndDtype) {
