@@ -115,13 +115,16 @@ class [[nodiscard]] Result {
 
 #define TTFT_CONCAT_INNER_(a, b) a##b
 #define TTFT_CONCAT_(a, b) TTFT_CONCAT_INNER_(a, b)
-// Assigns the value of a Result to `lhs`, or returns its error.
+// Assigns the value of a Result to `lhs`, or returns its error. `lhs` may be a
+// declaration (`int x`), so it cannot be parenthesised.
 #define TTFT_ASSIGN_OR_RETURN(lhs, expr) \
   TTFT_ASSIGN_OR_RETURN_IMPL_(TTFT_CONCAT_(_res_, __LINE__), lhs, expr)
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define TTFT_ASSIGN_OR_RETURN_IMPL_(res, lhs, expr) \
   auto res = (expr);                                \
   if (!res.ok()) return res.status();               \
   lhs = std::move(res).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 // -----------------------------------------------------------------------------
 // The request span (docs/spans.md)
