@@ -47,6 +47,7 @@ double Evaluate(const std::vector<MeasurementRow>& rows, const CostParams& c,
                 ttft::ValidationReport* out = nullptr) {
   ttft::ValidateOptions opt;
   opt.cost = c;
+  opt.repeats = 1;  // one seed per evaluation: the search stays fast (see docs/calibration.md)
   auto rep = ttft::RunValidation(rows, opt);
   if (!rep.ok()) {
     std::fprintf(stderr, "%s\n", rep.status().ToString().c_str());

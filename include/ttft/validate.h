@@ -96,6 +96,10 @@ struct ValidateOptions {
   uint64_t seed = 1;              // prompts and arrivals (inference-perf's were unseeded)
   double client_timeout_s = 300;  // aiohttp's default total timeout (README 6.5)
   double stage_pause_s = 1.0;     // inference-perf's interval between stages
+  // Runs per row, seeds seed .. seed + repeats - 1; the simulated metrics are their
+  // means. The measurement is one realisation of random prompts and arrivals, and a
+  // tail near a limit (max_num_seqs) moves a lot between realisations.
+  int repeats = 5;
 };
 
 struct StageResult {
@@ -119,6 +123,7 @@ struct ValidationReport {
   // Mean absolute percentage error (fraction) over the rows not measured overloaded.
   StageMetrics mape;
   int mape_rows = 0;
+  int repeats = 1;  // seeds averaged per row
 };
 
 // Simulates every run of `rows` (rows sharing `experiment` are one run's stages, run

@@ -15,6 +15,7 @@ Runner RegisterValidate(CLI::App& app) {
     std::string path, format = "text";
     uint64_t seed = 1;
     double timeout_s = 300;
+    int seeds = ValidateOptions{}.repeats;
   };
   auto o = std::make_shared<Opts>();
   app.add_option("DATA", o->path,
@@ -24,6 +25,9 @@ Runner RegisterValidate(CLI::App& app) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   app.add_option("--seed", o->seed, "Seed for prompts and arrivals")->capture_default_str();
+  app.add_option("--seeds", o->seeds, "Simulations per row (seeds seed..seed+N-1), averaged")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   app.add_option("--client-timeout", o->timeout_s, "Client timeout of the load tool, s")
       ->capture_default_str();
   return [o]() -> Status {
@@ -31,6 +35,7 @@ Runner RegisterValidate(CLI::App& app) {
     ValidateOptions opt;
     opt.seed = o->seed;
     opt.client_timeout_s = o->timeout_s;
+    opt.repeats = o->seeds;
     TTFT_ASSIGN_OR_RETURN(ValidationReport rep, RunValidation(rows, opt));
     if (o->format == "json") {
       std::cout << ValidationJson(rep).dump(2) << "\n";
