@@ -371,8 +371,8 @@ Result<std::unique_ptr<RequestSource>> RequestSourceImpl::Make(const WorkloadSpe
       ComputeBlockHashes(p.pieces, spec.block_size, 0, s->hashes.back());
     }
     s->arrival_rng.seed(Combine(Combine(HashU64(spec.seed, 0), sp.tenant), "shared-arrivals"));
-    s->times = ConstantLoadSendTimes(sp.stages[0].rate_rps, sp.stages[0].duration_s, 0.0,
-                                     s->arrival_rng);
+    s->times =
+        ConstantLoadSendTimes(sp.stages[0].rate_rps, sp.stages[0].duration_s, 0.0, s->arrival_rng);
     s->tenant = static_cast<int32_t>(self->tenant_names_.size());
     s->label = static_cast<int32_t>(self->labels_.size());
     self->labels_.push_back("shared_prefix@" + sp.tenant);
