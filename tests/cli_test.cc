@@ -112,6 +112,86 @@ TEST(Drill, TextOutputHasTheSymptomTable) {
   EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("\033[")));  // no colour off a TTY
 }
 
+// The drill's JSON carries the diagnosis: the seed's deploy ranks prefix_cache_collapse first.
+TEST(Drill, JsonCarriesRankedHypotheses) {
+  RunResult r = RunTtft("drill --format json --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "--quiet: nothing on standard error";
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "regression");
+  ASSERT_TRUE(j["hypotheses"].is_array());
+  ASSERT_GE(j["hypotheses"].size(), 2u);
+  EXPECT_EQ(j["hypotheses"][0]["id"], "prefix_cache_collapse");
+  EXPECT_GT(j["hypotheses"][0]["confidence"].get<double>(),
+            j["hypotheses"][1]["confidence"].get<double>());
+  EXPECT_EQ(j["diagnosis"]["actions"][0]["kind"], "mitigate");
+}
+
+// Evidence lines of hypothesis `id` in a drill's JSON, joined.
+std::string EvidenceOf(const nlohmann::json& j, const std::string& id) {
+  std::string out;
+  for (const auto& h : j["hypotheses"]) {
+    if (h["id"] != id) continue;
+    for (const auto& e : h["evidence"]) out += e.get<std::string>() + "\n";
+  }
+  return out;
+}
+
+// Follow-up 1: the same symptom with no deploy; a new tenant with unique per-user
+// preambles. The split is per-tenant prompt p99 and hit rate.
+TEST(Drill, NoDeployVariantRanksTrafficMix) {
+  RunResult r = RunTtft("drill --variant no-deploy --format json --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["variant"], "no-deploy");
+  EXPECT_EQ(j["verdict"], "regression");
+  EXPECT_TRUE(j["events"].empty()) << "no deploy in this variant";
+  ASSERT_FALSE(j["hypotheses"].empty());
+  EXPECT_EQ(j["hypotheses"][0]["id"], "traffic_mix");
+  const std::string ev = EvidenceOf(j, "traffic_mix");
+  EXPECT_THAT(ev, ::testing::HasSubstr("tenant newco"));
+  EXPECT_THAT(ev, ::testing::HasSubstr("per-tenant prompt p99 and hit rate"));
+  // The mitigation sheds the tenant; there is nothing to roll back.
+  const auto& act = j["diagnosis"]["actions"][0];
+  EXPECT_EQ(act["kind"], "mitigate");
+  EXPECT_THAT(act["text"].get<std::string>(), ::testing::HasSubstr("rate-limit tenant newco"));
+  RunResult t = RunTtft("drill --variant no-deploy --quiet");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_THAT(t.out, ::testing::HasSubstr("1. traffic_mix"));
+}
+
+// Follow-up 2: one region's pool shrank after a drain. The split is replica counts and
+// per-replica hit rate by region.
+TEST(Drill, OneRegionVariantRanksRegionCapacity) {
+  RunResult r = RunTtft("drill --variant one-region --format json --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["variant"], "one-region");
+  EXPECT_EQ(j["verdict"], "regression");
+  ASSERT_FALSE(j["hypotheses"].empty());
+  EXPECT_EQ(j["hypotheses"][0]["id"], "region_capacity");
+  const std::string ev = EvidenceOf(j, "region_capacity");
+  EXPECT_THAT(ev, ::testing::HasSubstr("region eu-west: replicas 3 -> 1"));
+  EXPECT_THAT(ev, ::testing::HasSubstr("per-replica hit rate in eu-west"));
+  EXPECT_THAT(ev, ::testing::HasSubstr("eu-rag-0"));
+  const auto& act = j["diagnosis"]["actions"][0];
+  EXPECT_EQ(act["kind"], "mitigate");
+  EXPECT_THAT(act["text"].get<std::string>(), ::testing::HasSubstr("Undrain"));
+  int mitigations = 0;
+  for (const auto& a : j["diagnosis"]["actions"]) mitigations += a["kind"] == "mitigate";
+  EXPECT_EQ(mitigations, 1) << "the drain of eu-rag-0,eu-rag-1 is one action";
+  // A variant is a scenario: both together are refused.
+  RunResult both = RunTtft("drill --variant one-region --scenario seed-drill.yaml --quiet");
+  EXPECT_EQ(both.exit_code, 2);
+}
+
+// Progress goes to standard error only on a terminal: never into a pipe or file.
+TEST(Drill, NoProgressOffATerminal) {
+  RunResult r = RunTtft("drill --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("simulating"), std::string::npos) << r.err;
+}
+
 TEST(Simulate, WritesSpansMetricsAndSummaryByteForByte) {
   fs::path a = TempDir("sim_a"), b = TempDir("sim_b");
   RunResult ra = RunTtft("simulate seed-drill --duration 300 --quiet --out " + a.string());

@@ -4,7 +4,9 @@
 // it, and the cost model's check of the seed's arithmetic.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -129,8 +131,25 @@ Runner RegisterDrill(CLI::App& app) {
     OutputSink sink;
     TTFT_RETURN_IF_ERROR(sink.Open(o->out));
     DiagnosingSink dsink(sink);
+    // Progress on standard error only when it is a terminal, not --quiet, and the run
+    // takes over a second (as `ttft simulate`); the line is erased when done.
     SimulateOptions sim_opts;
-    TTFT_ASSIGN_OR_RETURN(SimulationResult r, Simulate(sc, dsink, sim_opts));
+    const auto start = std::chrono::steady_clock::now();
+    bool shown = false;
+    if (!o->quiet && StderrIsTty()) {
+      sim_opts.progress = [&](double sim_s, double fraction) {
+        const double wall =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (wall < 1.0) return;
+        shown = true;
+        std::fprintf(stderr, "\r  simulating %s: %5.1f%%  t=%.0f s  (%.1f s wall)", sc.name.c_str(),
+                     fraction * 100, sim_s, wall);
+        std::fflush(stderr);
+      };
+    }
+    auto simulated = Simulate(sc, dsink, sim_opts);
+    if (shown) std::fprintf(stderr, "\r\033[K");
+    TTFT_ASSIGN_OR_RETURN(SimulationResult r, std::move(simulated));
     TTFT_RETURN_IF_ERROR(sink.Close());
     DiagnosisInput din;
     din.baseline = {&dsink.table(), win.before_from, win.before_to};

@@ -253,6 +253,13 @@ double TailTestP(const std::vector<double>& a, const std::vector<double>& b) {
   return 0.5 * std::erfc(z / std::sqrt(2.0));
 }
 
+// The immediate mitigation for a change of this kind: undo it.
+std::string UndoVerb(std::string_view kind) {
+  if (kind == "drain_replica" || kind == "remove_replica") return "Undrain (or replace)";
+  if (kind == "tenant_traffic") return "Rate-limit the traffic behind";
+  return "Roll back";
+}
+
 std::string Owner(std::string_view kind) {
   if (kind == "deploy_template") return "app team";
   if (kind == "tenant_traffic") return "the tenant's client owner";
@@ -557,16 +564,43 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
   // Actions: mitigate first, then fix, prevent.
   const Hypothesis* top = rep.hypotheses.empty() ? nullptr : &rep.hypotheses.front();
   if (rep.verdict == Verdict::kRegression) {
+    // A change that another of the same kind already covers (the drain of "a,b" and
+    // then of "a" and "b" one by one) is one action.
+    auto covered = [&](const Annotation& a) {
+      for (const Annotation& b : rep.suspect_changes) {
+        if (&a == &b || a.kind != b.kind || a.target == b.target) continue;
+        if (("," + b.target + ",").find("," + a.target + ",") != std::string::npos) return true;
+      }
+      return false;
+    };
     for (const Annotation& a : rep.suspect_changes) {
+      if (covered(a)) continue;
       rep.actions.push_back(
           {"mitigate",
-           fmt::format("Roll back {} {} (t={:.0f} s{}) or flip its flag now, before any "
-                       "analysis; confirm p99 TTFT returns toward {}",
-                       a.kind, a.target, a.at_s, a.detail.empty() ? "" : ", " + a.detail,
+           fmt::format("{} {} {} (t={:.0f} s{}){} now, before any analysis; confirm p99 "
+                       "TTFT returns toward {}",
+                       UndoVerb(a.kind), a.kind, a.target, a.at_s,
+                       a.detail.empty() ? "" : ", " + a.detail,
+                       UndoVerb(a.kind) == "Roll back" ? " or flip its flag" : "",
                        Secs(rep.baseline.ttft_s.p99)),
            Owner(a.kind)});
     }
-    if (rep.suspect_changes.empty()) {
+    // No change to undo and a tenant behind it: shed that tenant's load first. A
+    // template that is new only because its tenant is new is not a rollback.
+    const GroupRow* grown = nullptr;
+    if (rep.suspect_changes.empty() && top != nullptr && top->id == "traffic_mix") {
+      for (const GroupSplit& g : rep.groups) {
+        if (g.dimension == "tenant" && !g.rows.empty()) grown = &g.rows.front();
+      }
+    }
+    if (grown != nullptr) {
+      rep.actions.push_back(
+          {"mitigate",
+           fmt::format("No deploy to roll back: rate-limit tenant {} (or move it to its own "
+                       "pool) now; it holds {} of the p99 increase at {} of the requests",
+                       grown->value, Pct(grown->contribution), Pct(grown->share_after)),
+           "serving team"});
+    } else if (rep.suspect_changes.empty()) {
       for (const std::string& c : rep.label_changes) {
         if (c.rfind("template", 0) == 0 || c.rfind("deploy", 0) == 0) {
           rep.actions.push_back(

@@ -86,6 +86,30 @@ class RegionCapacityRule final : public HypothesisRule {
     h.evidence.push_back(fmt::format("region {}: hit rate {} -> {}", top.value,
                                      Pct1(top.before.prefix_cache_hit_rate),
                                      Pct1(top.after.prefix_cache_hit_rate)));
+    // The splitting metric: replica counts by region, and per-replica hit rate in each
+    // region (a drained replica shows as gone).
+    std::string counts;
+    for (const GroupRow& r : reg->rows) {
+      counts += fmt::format("{}{} {} -> {}", counts.empty() ? "" : "; ", r.value, r.before.replicas,
+                            r.after.replicas);
+    }
+    h.evidence.push_back("replicas by region (before -> after): " + counts);
+    if (const GroupSplit* rep = ev.Split("replica")) {
+      for (const GroupRow& g : reg->rows) {
+        std::string per;
+        for (const GroupRow& r : rep->rows) {
+          if (r.parent != g.value) continue;
+          per += fmt::format("{}{} ", per.empty() ? "" : "; ", r.value);
+          per += r.after.requests == 0
+                     ? fmt::format("{} -> gone", Pct1(r.before.prefix_cache_hit_rate))
+                     : fmt::format("{} -> {}", Pct1(r.before.prefix_cache_hit_rate),
+                                   Pct1(r.after.prefix_cache_hit_rate));
+        }
+        if (!per.empty()) {
+          h.evidence.push_back(fmt::format("per-replica hit rate in {}: {}", g.value, per));
+        }
+      }
+    }
     return h;
   }
 };

@@ -64,6 +64,19 @@ class TrafficMixRule final : public HypothesisRule {
           Num(who->after.prompt_tokens_p99), Pct1(who->after.prefix_cache_hit_rate),
           Pct(who->contribution)));
     }
+    // The splitting metric itself: per-tenant prompt p99 and hit rate, before -> after,
+    // for the tenants holding most of the tail increase.
+    std::string per_tenant;
+    int listed = 0;
+    for (const GroupRow& r : ten->rows) {
+      if (listed == 4) break;
+      per_tenant +=
+          fmt::format("{}{} {} -> {}, {} -> {}", listed == 0 ? "" : "; ", r.value,
+                      Num(r.before.prompt_tokens_p99), Num(r.after.prompt_tokens_p99),
+                      Pct1(r.before.prefix_cache_hit_rate), Pct1(r.after.prefix_cache_hit_rate));
+      ++listed;
+    }
+    h.evidence.push_back("per-tenant prompt p99 and hit rate (before -> after): " + per_tenant);
     h.evidence.push_back(fmt::format("fleet uncached tokens per request {} -> {} ({})",
                                      Num(a.uncached_tokens_mean), Num(b.uncached_tokens_mean),
                                      X(Ratio(a.uncached_tokens_mean, b.uncached_tokens_mean))));
