@@ -94,29 +94,41 @@ TEST(Report, HtmlRendersInHeadlessChromium) {
   }
   SpanTable t;
   const DiagnosisReport r = MakeReport(t);
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ttft-report-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ttft-report-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "profile");
   const auto page = dir / "report.html";
   std::ofstream(page) << RenderHtml(r);
   const auto dom = dir / "dom.html";
+  const auto log = dir / "chromium.log";
   const std::string cmd =
       std::string("timeout 60 ") + chromium +
       " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
       "--disable-background-networking --disable-component-update --disable-sync "
-      "--user-data-dir=" + (dir / "profile").string() + " --dump-dom file://" + page.string() +
-      " > " + dom.string() + " 2>/dev/null";
+      "--enable-logging=stderr --v=0 --user-data-dir=" +
+      (dir / "profile").string() + " --dump-dom file://" + page.string() + " > " + dom.string() +
+      " 2>" + log.string();
   const int rc = std::system(cmd.c_str());
   ASSERT_EQ(rc, 0) << cmd;
   std::ifstream f(dom);
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string out = ss.str();
-  for (const char* id : {"id=\"chart-cdf\"", "id=\"chart-stack\"", "id=\"chart-timeline\"",
-                         "id=\"chart-timeline-change\"", "id=\"chart-replica-0\"",
-                         "id=\"chart-tenant-0\"", "id=\"verdict\""}) {
-    EXPECT_NE(out.find(id), std::string::npos) << id;
+  ASSERT_GT(out.size(), 1000u) << "chromium dumped no DOM";
+  // The charts are SVG elements with their ids, as the browser parsed them.
+  for (const char* id :
+       {"chart-cdf", "chart-stack", "chart-timeline", "chart-replica-0", "chart-tenant-0"}) {
+    EXPECT_NE(out.find(std::string("<svg id=\"") + id + "\""), std::string::npos) << id;
   }
+  EXPECT_NE(out.find("id=\"chart-timeline-change\""), std::string::npos) << "change marker";
+  EXPECT_NE(out.find("id=\"verdict\""), std::string::npos);
+  // No scripts at all (so none can fail), and nothing on the console.
+  EXPECT_EQ(out.find("<script"), std::string::npos);
+  std::ifstream lf(log);
+  std::stringstream ls;
+  ls << lf.rdbuf();
+  EXPECT_EQ(ls.str().find("CONSOLE"), std::string::npos) << ls.str();
+  EXPECT_EQ(ls.str().find("Uncaught"), std::string::npos) << ls.str();
   EXPECT_EQ(out.find("This page contains the following errors"), std::string::npos);
   EXPECT_EQ(out.find("no data"), std::string::npos) << "a chart had no data";
   std::filesystem::remove_all(dir);
