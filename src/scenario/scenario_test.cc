@@ -192,7 +192,7 @@ TEST(ScenarioTest, TenantWeightsShareTheTraffic) {
 
   std::string no_traffic = kBase;
   no_traffic.replace(no_traffic.find("rate_rps: 1"), 11, "weight: 1");
-  EXPECT_THAT(ErrorOf(no_traffic), testing::HasSubstr("s.yaml:12: tenants[0].weight"));
+  EXPECT_THAT(ErrorOf(no_traffic), testing::HasSubstr("s.yaml:13: tenants[0].weight"));
   std::string both = kBase;
   both.replace(both.find("rate_rps: 1"), 11, "rate_rps: 1, weight: 2");
   EXPECT_THAT(ErrorOf(both), testing::HasSubstr("not both"));
