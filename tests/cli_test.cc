@@ -302,6 +302,138 @@ TEST(BadInput, OneLineErrorsWithFileLineFieldAndExit2) {
   fs::remove_all(d);
 }
 
+// `ttft diagnose` on bad input: clear one-line errors (exit 2), or an honest
+// insufficient_data verdict with the counts. One simulated run feeds every case.
+class DiagnoseErrors : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(TempDir("diag_err"));
+    RunResult r = RunTtft("simulate seed-drill --quiet --out " + dir_->string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  static std::string Spans() { return (*dir_ / "spans.jsonl").string(); }
+  // The spans with `arrival_s` shifted by `offset_s` and every `model` set to `model`.
+  static std::string Rewritten(const std::string& name, double offset_s, const std::string& model) {
+    std::ifstream in(*dir_ / "spans.jsonl");
+    std::ofstream out(*dir_ / name);
+    std::string line;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line);
+      j["arrival_s"] = j["arrival_s"].get<double>() + offset_s;
+      if (!model.empty()) j["model"] = model;
+      out << j.dump() << "\n";
+    }
+    return (*dir_ / name).string();
+  }
+  static fs::path* dir_;
+};
+fs::path* DiagnoseErrors::dir_ = nullptr;
+
+TEST_F(DiagnoseErrors, TooFewRequestsGiveInsufficientDataWithTheCounts) {
+  RunResult r = RunTtft("diagnose " + Spans() +
+                        " --baseline-window 0:5 --incident-window 5:10 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "insufficient_data");
+  const std::string why = j["verdict_reason"];
+  const int64_t nb = j["baseline"]["ok"], ni = j["incident"]["ok"];
+  EXPECT_LT(nb, 100);
+  EXPECT_THAT(why, ::testing::HasSubstr(std::to_string(nb) + " ok requests in the baseline"));
+  EXPECT_THAT(why, ::testing::HasSubstr(std::to_string(ni) + " in the incident"));
+  for (const auto& a : j["actions"]) EXPECT_NE(a["kind"], "mitigate") << "no confident answer";
+  // --min-requests moves the bar: the same windows pass it at 10.
+  RunResult low = RunTtft("diagnose " + Spans() +
+                          " --baseline-window 0:5 --incident-window 5:10 --min-requests 10 "
+                          "--format json");
+  ASSERT_EQ(low.exit_code, 0) << low.err;
+  EXPECT_NE(nlohmann::json::parse(low.out)["verdict"], "insufficient_data");
+}
+
+TEST_F(DiagnoseErrors, OverlappingWindowsAreRefused) {
+  RunResult r =
+      RunTtft("diagnose " + Spans() + " --baseline-window 0:1000 --incident-window 900:2000");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("overlap"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(DiagnoseErrors, ChangeTimeOutsideTheDataIsRefused) {
+  RunResult r = RunTtft("diagnose " + Spans() + " --change-at 99999");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("outside the data"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("time base"));
+  // An RFC 3339 time against spans in seconds of the run: the same message.
+  RunResult rfc = RunTtft("diagnose " + Spans() + " --change-at 2025-06-01T12:00:00Z");
+  EXPECT_EQ(rfc.exit_code, 2);
+  EXPECT_THAT(rfc.err, ::testing::HasSubstr("outside the data"));
+}
+
+TEST_F(DiagnoseErrors, DifferentModelsAreNotComparable) {
+  const std::string other = Rewritten("other_model.jsonl", 0, "llama-3.1-8b");
+  RunResult r = RunTtft("diagnose --baseline " + Spans() + " --incident " + other);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("different models"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("llama-3.1-8b"));
+  // The same model on both sides is fine.
+  EXPECT_EQ(RunTtft("diagnose --baseline " + Spans() + " --incident " + Spans() + " --format json")
+                .exit_code,
+            0);
+}
+
+// 1700000000 is 2023-11-14T22:13:20Z; the seed's deploy at t=1800 s is 22:43:20Z.
+TEST_F(DiagnoseErrors, ChangeAtTakesRfc3339Times) {
+  const std::string unix_spans = Rewritten("unix.jsonl", 1700000000.0, "");
+  for (const char* t : {"2023-11-14T22:43:20Z", "2023-11-15T00:43:20+02:00",
+                        "2023-11-14T20:43:20.000-02:00", "1700001800"}) {
+    RunResult r =
+        RunTtft("diagnose " + unix_spans + " --change-at " + t + " --window 1500 --format json");
+    ASSERT_EQ(r.exit_code, 0) << t << ": " << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_DOUBLE_EQ(j["change_at_s"].get<double>(), 1700001800.0) << t;
+    EXPECT_EQ(j["hypotheses"][0]["id"], "prefix_cache_collapse") << t;
+  }
+  for (const char* bad : {"2023-13-01T00:00:00Z", "2023-02-30T00:00:00Z", "2023-11-14T24:00:00Z",
+                          "2023-11-14 22:43", "yesterday", "2023-11-14T22:43:20+25:00"}) {
+    RunResult r = RunTtft("diagnose " + unix_spans + " --change-at '" + bad + "'");
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_THAT(r.err, ::testing::HasSubstr("RFC 3339")) << bad << ": " << r.err;
+  }
+}
+
+// Metrics only: reduced fidelity, and the report lists the checks it could not run.
+TEST_F(DiagnoseErrors, MetricsOnlyListsTheChecksNotRun) {
+  std::string proms;
+  for (const auto& e : fs::directory_iterator(*dir_ / "metrics")) proms += " " + e.path().string();
+  RunResult r = RunTtft("diagnose" + proms + " --change-at 1800 --window 900 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["baseline"]["from_metrics"].get<bool>());
+  std::vector<std::string> not_run;
+  for (const auto& h : j["hypotheses"]) {
+    if (!h["runnable"].get<bool>()) not_run.push_back(h["id"]);
+  }
+  EXPECT_THAT(not_run, ::testing::Contains("bad_replica"));
+  EXPECT_THAT(not_run, ::testing::Contains("traffic_mix"));
+  EXPECT_THAT(not_run, ::testing::Not(::testing::Contains("prefix_cache_collapse")));
+  std::string notes;
+  for (const auto& n : j["fidelity_notes"]) notes += n.get<std::string>() + "\n";
+  EXPECT_THAT(notes, ::testing::HasSubstr("metrics only"));
+  EXPECT_THAT(notes, ::testing::HasSubstr("bad_replica: not checked"));
+  RunResult text = RunTtft("diagnose" + proms + " --change-at 1800 --window 900");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, ::testing::HasSubstr("Checks not run"));
+  // One scrape per window is too little.
+  RunResult one = RunTtft("diagnose " + (*dir_ / "metrics" / "t000001800.000.prom").string() +
+                          " --change-at 1800 --window 900");
+  EXPECT_EQ(one.exit_code, 2) << one.out;
+  EXPECT_THAT(one.err, ::testing::HasSubstr("snapshots"));
+}
+
 TEST(Cost, PrintsTheSeedNumbers) {
   RunResult r = RunTtft("cost --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -42,6 +42,20 @@ Result<double> ParseTimeArg(const std::string& s) {
   tm.tm_hour = std::stoi(m[4]);
   tm.tm_min = std::stoi(m[5]);
   tm.tm_sec = std::stoi(m[6]);
+  // timegm normalises out-of-range fields (month 13 becomes next January): refuse them.
+  static constexpr int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const int year = tm.tm_year + 1900;
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  const bool tz_ok = m[8].str().size() == 1 || (std::stoi(m[8].str().substr(1, 2)) < 24 &&
+                                                std::stoi(m[8].str().substr(4, 2)) < 60);
+  if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 ||
+      tm.tm_mday > kDays[tm.tm_mon] - (tm.tm_mon == 1 && !leap ? 1 : 0) || tm.tm_hour > 23 ||
+      tm.tm_min > 59 || tm.tm_sec > 60 || !tz_ok) {
+    return Status::Invalid(
+        fmt::format("time \"{}\": a field is out of range (RFC 3339: month 01-12, day of the "
+                    "month, hour 00-23, minute 00-59, second 00-60)",
+                    s));
+  }
   double t = static_cast<double>(timegm(&tm));
   if (m[7].matched) t += std::stod("0" + m[7].str());
   const std::string tz = m[8];
