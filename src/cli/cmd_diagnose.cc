@@ -14,6 +14,7 @@
 #include <regex>
 
 #include "cli/commands.h"
+#include "cli/sim_output.h"
 #include "ttft/diagnose.h"
 #include "ttft/report.h"
 #include "ttft/telemetry.h"
@@ -236,19 +237,6 @@ Status LoadAll(const std::vector<std::string>& inputs, Loaded& out) {
   return Status::Ok();
 }
 
-// The snapshots covering [from, to]: those inside, plus the last one before `from`.
-std::vector<MetricSnapshot> SnapsFor(const std::vector<MetricSnapshot>& all, double from,
-                                     double to) {
-  std::vector<MetricSnapshot> out;
-  const MetricSnapshot* before = nullptr;
-  for (const MetricSnapshot& s : all) {
-    if (s.timestamp_s < from) before = &s;
-    if (s.timestamp_s >= from && s.timestamp_s <= to) out.push_back(s);
-  }
-  if (before != nullptr) out.insert(out.begin(), *before);
-  return out;
-}
-
 Result<std::pair<double, double>> ParseRange(const std::string& s, const char* flag) {
   const size_t colon = s.find(':');
   if (colon == std::string::npos) {
@@ -399,8 +387,8 @@ Runner RegisterDiagnose(CLI::App& app) {
       const SpanTable* t = L.has_spans ? &L.spans : nullptr;
       in.baseline = {t, bf, bt};
       in.incident = {t, itf, itt};
-      in.baseline_snapshots = SnapsFor(L.snapshots, bf, bt);
-      in.incident_snapshots = SnapsFor(L.snapshots, itf, itt);
+      in.baseline_snapshots = SnapshotsCovering(L.snapshots, bf, bt);
+      in.incident_snapshots = SnapshotsCovering(L.snapshots, itf, itt);
       in.annotations = L.annotations;
       in.sources = L.sources;
     }

@@ -78,18 +78,6 @@ class DiagnosingSink : public SimulationSink {
   std::vector<MetricSnapshot> snapshots_;
 };
 
-std::vector<MetricSnapshot> SnapshotsIn(const std::vector<MetricSnapshot>& all, double from,
-                                        double to) {
-  std::vector<MetricSnapshot> out;
-  const MetricSnapshot* before = nullptr;
-  for (const MetricSnapshot& s : all) {
-    if (s.timestamp_s < from) before = &s;
-    if (s.timestamp_s >= from && s.timestamp_s <= to) out.push_back(s);
-  }
-  if (before != nullptr) out.insert(out.begin(), *before);
-  return out;
-}
-
 }  // namespace
 
 Runner RegisterDrill(CLI::App& app) {
@@ -133,30 +121,15 @@ Runner RegisterDrill(CLI::App& app) {
     DiagnosingSink dsink(sink);
     // Progress on standard error only when it is a terminal, not --quiet, and the run
     // takes over a second (as `ttft simulate`); the line is erased when done.
-    SimulateOptions sim_opts;
-    const auto start = std::chrono::steady_clock::now();
-    bool shown = false;
-    if (!o->quiet && StderrIsTty()) {
-      sim_opts.progress = [&](double sim_s, double fraction) {
-        const double wall =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (wall < 1.0) return;
-        shown = true;
-        std::fprintf(stderr, "\r  simulating %s: %5.1f%%  t=%.0f s  (%.1f s wall)", sc.name.c_str(),
-                     fraction * 100, sim_s, wall);
-        std::fflush(stderr);
-      };
-    }
-    auto simulated = Simulate(sc, dsink, sim_opts);
-    if (shown) std::fprintf(stderr, "\r\033[K");
+    auto simulated = RunWithProgress(sc, dsink, o->quiet);
     TTFT_ASSIGN_OR_RETURN(SimulationResult r, std::move(simulated));
     TTFT_RETURN_IF_ERROR(sink.Close());
     DiagnosisInput din;
     din.baseline = {&dsink.table(), win.before_from, win.before_to};
     din.incident = {&dsink.table(), win.after_from, win.after_to};
     din.change_at_s = win.change_at_s;
-    din.baseline_snapshots = SnapshotsIn(dsink.snapshots(), win.before_from, win.before_to);
-    din.incident_snapshots = SnapshotsIn(dsink.snapshots(), win.after_from, win.after_to);
+    din.baseline_snapshots = SnapshotsCovering(dsink.snapshots(), win.before_from, win.before_to);
+    din.incident_snapshots = SnapshotsCovering(dsink.snapshots(), win.after_from, win.after_to);
     din.sources.push_back("simulated: " + sc.name);
     for (const AppliedEvent& e : r.events) {
       din.annotations.push_back({e.at_s, std::string(ToString(e.kind)), e.target, e.detail});

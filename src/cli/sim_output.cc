@@ -232,7 +232,19 @@ std::string SymptomColumnText(const WindowSymptoms& w) {
   return out;
 }
 
-Result<SimulationResult> RunWithProgress(const Scenario& sc, OutputSink& sink, bool quiet) {
+std::vector<MetricSnapshot> SnapshotsCovering(const std::vector<MetricSnapshot>& all, double from,
+                                              double to) {
+  std::vector<MetricSnapshot> out;
+  const MetricSnapshot* before = nullptr;
+  for (const MetricSnapshot& s : all) {
+    if (s.timestamp_s < from) before = &s;
+    if (s.timestamp_s >= from && s.timestamp_s <= to) out.push_back(s);
+  }
+  if (before != nullptr) out.insert(out.begin(), *before);
+  return out;
+}
+
+Result<SimulationResult> RunWithProgress(const Scenario& sc, SimulationSink& sink, bool quiet) {
   SimulateOptions opts;
   const auto start = std::chrono::steady_clock::now();
   const bool show = !quiet && StderrIsTty();

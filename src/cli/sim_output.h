@@ -59,7 +59,12 @@ std::string SymptomColumnText(const WindowSymptoms& w);
 
 // Runs a scenario with progress on standard error (when it is a terminal and not
 // quiet) and returns its result.
-Result<SimulationResult> RunWithProgress(const Scenario& sc, OutputSink& sink, bool quiet);
+Result<SimulationResult> RunWithProgress(const Scenario& sc, SimulationSink& sink, bool quiet);
+
+// The snapshots covering [from, to]: those inside, plus the last one before `from`
+// (the counters' starting point). REQUIRES: `all` sorted by time.
+std::vector<MetricSnapshot> SnapshotsCovering(const std::vector<MetricSnapshot>& all, double from,
+                                              double to);
 
 }  // namespace ttft::cli
 
