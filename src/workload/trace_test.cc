@@ -58,7 +58,7 @@ class TraceTest : public testing::Test {
 
 constexpr const char* kMooncake =
     R"({"timestamp": 1000, "input_length": 1100, "output_length": 50, "hash_ids": [0, 1, 2]}
-{"timestamp": 1500, "input_length": 1030, "output_length": 0, "hash_ids": [0, 1, 3]}
+{"timestamp": 1500, "input_length": 1090, "output_length": 0, "hash_ids": [0, 1, 3]}
 
 {"timestamp": 3000, "input_length": 600, "output_length": 7, "hash_ids": [9, 10]}
 )";
@@ -77,9 +77,9 @@ TEST_F(TraceTest, MooncakePiecesAndTiming) {
   EXPECT_EQ(r[0].block_hashes.size(), 1100u / 16);
   // Ids 0 and 1 (1024 tokens = 64 blocks of 16) are shared; id 2 vs 3 are not.
   for (int i = 0; i < 64; ++i) EXPECT_EQ(r[0].block_hashes[i], r[1].block_hashes[i]);
-  // Block 64 exists in r[1] only when its prompt has more than 1,024 full-block tokens
-  // (ASan caught an out-of-bounds read here).
-  if (r[1].block_hashes.size() > 64) EXPECT_NE(r[0].block_hashes[64], r[1].block_hashes[64]);
+  // r[1] has 1,090 tokens = 68 full blocks, so block 64 (hash id 2 vs 3) exists in both.
+  ASSERT_EQ(r[1].block_hashes.size(), 1090u / 16);
+  EXPECT_NE(r[0].block_hashes[64], r[1].block_hashes[64]);
   EXPECT_NE(r[2].block_hashes[0], r[0].block_hashes[0]);
   for (const auto& q : r) EXPECT_EQ(q.tenant, 0);
   auto src = RequestSource::Create(Spec(TraceSpec::Format::kMooncake, (dir_ / "a.jsonl").string()));
