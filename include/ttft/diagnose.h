@@ -295,7 +295,11 @@ struct DiagnosisReport {
   int64_t test_samples_baseline = 0, test_samples_incident = 0;
   WindowStats baseline, incident;
   Decomposition decomposition;
-  std::vector<Hypothesis> hypotheses;  // ranked, most likely first
+  // Ranked, most likely first. Empty when !hypotheses_assessed.
+  std::vector<Hypothesis> hypotheses;
+  // False when the verdict is insufficient_data: no cause (and no group's share of the
+  // increase) is assessed from too few requests.
+  bool hypotheses_assessed = true;
   std::vector<GroupSplit> groups;
   std::vector<std::string> contributions;  // "tenant acme: hit rate 81% to 3%, 92% of ..."
   Magnitude magnitude;

@@ -487,10 +487,21 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
         "no spans: splits by tenant, replica, region and template skipped");
   }
 
-  // Hypotheses.
+  // Hypotheses. Too few requests for a p99: no cause is assessable, so none is ranked
+  // (nor a group credited with the increase); the report says why instead.
   Evidence ev{rep.baseline,      rep.incident, rep.decomposition, rep.groups,
               rep.label_changes, has_spans,    has_metrics};
-  for (const auto& rule : DefaultRules()) {
+  rep.hypotheses_assessed = enough;
+  if (!enough) {
+    rep.contributions.clear();
+    rep.fidelity_notes.push_back(fmt::format(
+        "hypotheses not assessed: {} and {} ok requests are too few for a p99 (need {} in each "
+        "window); widen the windows or lower --min-requests knowingly",
+        rep.baseline.ok, rep.incident.ok, opt.min_ok_requests));
+  }
+  std::vector<std::unique_ptr<HypothesisRule>> rules;
+  if (enough) rules = DefaultRules();
+  for (const auto& rule : rules) {
     Hypothesis h = rule->Evaluate(ev);
     h.id = std::string(rule->id());
     h.confidence = std::clamp(h.confidence, 0.0, 1.0);

@@ -87,6 +87,56 @@ TEST(Report, JsonHasTheDocumentedKeysAndRanksTheCause) {
   EXPECT_EQ(RenderText(r, false).find('\033'), std::string::npos) << "no colour unless asked";
 }
 
+// Too few requests for a p99 (issue 4, "Bad input"): the verdict carries the counts
+// and no format presents a ranked cause, a confidence or a group's share as an answer.
+TEST(Report, InsufficientDataRanksNoHypothesisInAnyFormat) {
+  SpanTable t;
+  MakeReport(t);  // 2,000 spans per window; the windows below hold 50 each
+  DiagnosisInput in;
+  in.baseline = {&t, 195, 200};
+  in.incident = {&t, 200, 205};
+  in.change_at_s = 200;
+  auto r = Diagnose(in);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->verdict, Verdict::kInsufficientData);
+  EXPECT_NE(r->verdict_reason.find("50 ok requests in the baseline and 50 in the incident"),
+            std::string::npos)
+      << r->verdict_reason;
+  EXPECT_FALSE(r->hypotheses_assessed);
+  EXPECT_TRUE(r->hypotheses.empty());
+  EXPECT_TRUE(r->contributions.empty());
+  EXPECT_TRUE(r->actions.empty());
+
+  const nlohmann::json j = ReportJson(*r);
+  EXPECT_EQ(j["verdict"], "insufficient_data");
+  EXPECT_EQ(j["hypotheses_assessed"], false);
+  EXPECT_TRUE(j["hypotheses"].is_array() && j["hypotheses"].empty());
+  EXPECT_TRUE(j["contributions"].empty());
+
+  std::vector<std::string> ids;
+  for (const auto& rule : DefaultRules()) ids.emplace_back(rule->id());
+  const std::string text = RenderText(*r, false);
+  const std::string md = RenderMarkdown(*r);
+  const std::string html = RenderHtml(*r);
+  for (const std::string* out : {&text, &md, &html}) {
+    for (const std::string& id : ids) EXPECT_EQ(out->find(id), std::string::npos) << id;
+    EXPECT_EQ(out->find("confidence"), std::string::npos);
+    EXPECT_EQ(out->find("of the p99 increase"), std::string::npos);
+  }
+  EXPECT_NE(text.find("4. Ranked hypotheses\n  not assessable"), std::string::npos) << text;
+  EXPECT_NE(md.find("Not assessable"), std::string::npos) << md;
+  EXPECT_NE(html.find("not assessable"), std::string::npos);
+
+  // The same spans with enough requests rank the cause as before.
+  in.baseline = {&t, 0, 200};
+  in.incident = {&t, 200, 400};
+  auto full = Diagnose(in);
+  ASSERT_TRUE(full.ok());
+  EXPECT_TRUE(full->hypotheses_assessed);
+  ASSERT_FALSE(full->hypotheses.empty());
+  EXPECT_EQ(full->hypotheses.front().id, "prefix_cache_collapse");
+}
+
 TEST(Report, HtmlRendersInHeadlessChromium) {
   const char* chromium = "/usr/bin/chromium";
   if (!std::filesystem::exists(chromium)) {

@@ -196,6 +196,7 @@ nlohmann::json ReportJson(const DiagnosisReport& r) {
           {"prefill", J(d.share_prefill)}}},
         {"dominant", d.dominant}}},
       {"hypotheses", hyps},
+      {"hypotheses_assessed", r.hypotheses_assessed},
       {"groups", groups},
       {"contributions", r.contributions},
       {"explanation",
@@ -263,6 +264,9 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
                    Pct(d.share_queue), Pct(d.share_prefill), Pct(d.share_front_end),
                    d.dominant.empty() ? "" : fmt::format(" -> the {} moved the tail", d.dominant));
   o += fmt::format("\n{}4. Ranked hypotheses{}\n", bold, reset);
+  if (!r.hypotheses_assessed) {
+    o += "  not assessable: too few requests for a p99 (see the verdict); no cause is ranked\n";
+  }
   int i = 0;
   for (const Hypothesis& h : r.hypotheses) {
     ++i;
@@ -276,7 +280,11 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
     }
   }
   o += fmt::format("\n{}5. Where it lives{}\n", bold, reset);
-  if (r.contributions.empty()) o += "  no single group holds most of the tail increase\n";
+  if (!r.hypotheses_assessed) {
+    o += "  not assessed: too few requests to credit any group with a tail increase\n";
+  } else if (r.contributions.empty()) {
+    o += "  no single group holds most of the tail increase\n";
+  }
   for (const std::string& c : r.contributions) o += fmt::format("  - {}\n", c);
   for (const std::string& c : r.label_changes) o += fmt::format("  - {}\n", c);
   o += fmt::format("\n{}6. Why the magnitude fits{}\n", bold, reset);
@@ -326,6 +334,9 @@ std::string RenderMarkdown(const DiagnosisReport& r) {
   o += fmt::format("| prefill | {} | {} | {} |\n", Terms(d.before_prefill), Terms(d.after_prefill),
                    Pct(d.share_prefill));
   o += "\n## 4. Ranked hypotheses\n\n";
+  if (!r.hypotheses_assessed) {
+    o += "Not assessable: too few requests for a p99 (see the verdict); no cause is ranked.\n";
+  }
   int i = 0;
   for (const Hypothesis& h : r.hypotheses) {
     ++i;
@@ -339,7 +350,9 @@ std::string RenderMarkdown(const DiagnosisReport& r) {
   o += "\n## 5. Where it lives\n\n";
   for (const std::string& c : r.contributions) o += fmt::format("- {}\n", c);
   for (const std::string& c : r.label_changes) o += fmt::format("- {}\n", c);
-  if (r.contributions.empty() && r.label_changes.empty()) {
+  if (!r.hypotheses_assessed) {
+    o += "- Not assessed: too few requests to credit any group with a tail increase.\n";
+  } else if (r.contributions.empty() && r.label_changes.empty()) {
     o += "- No single group holds most of the tail increase.\n";
   }
   o += "\n## 6. Why the magnitude fits\n\n";
