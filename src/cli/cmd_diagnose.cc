@@ -188,8 +188,10 @@ Status LoadOne(const std::string& in, Loaded& out) {
   if (!fs::exists(in) && in != "-") return Status::NotFound(fmt::format("{}: no such file", in));
   InputFormat kind = InputFormat::kSpanJsonl;
   if (in != "-") {
-    TTFT_ASSIGN_OR_RETURN(std::string all, ReadInputFile(in));
-    kind = DetectFormat(std::string_view(all).substr(0, 1 << 16));
+    // The first 64 KB tell the format; reading the whole file here would hold a
+    // multi-GB span file in memory twice.
+    TTFT_ASSIGN_OR_RETURN(std::string head, ReadInputHead(in, 1 << 16));
+    kind = DetectFormat(head);
   }
   if (kind == InputFormat::kProm) {
     TTFT_ASSIGN_OR_RETURN(MetricSnapshot s, ReadExpositionFile(in, false, report));
