@@ -1,7 +1,10 @@
 // Simulated requests per wall-clock second on one core, for the seed drill and for
 // one hour of a chat workload on 8 replicas (issue 2's speed goal: >= 100,000/s).
 //
-//   build/sim_bench [REPEATS]
+//   build/sim_bench [REPEATS] [SCENARIO [DURATION_S]]
+//
+// SCENARIO limits the run to one built-in scenario and DURATION_S shortens it
+// (for profiling under callgrind, whose instruction counts are repeatable).
 //
 // Each scenario runs REPEATS times (default 3) into a sink that keeps nothing (the
 // simulator alone) and once into a sink that formats every span as JSON and every
@@ -9,6 +12,7 @@
 // repeat is reported: these machines are shared and noisy.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -61,18 +65,23 @@ double TimeRun(const ttft::Scenario& sc, int64_t& requests, int64_t& steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int repeats = argc > 1 ? std::atoi(argv[1]) : 3;
+  const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  const std::string only = argc > 2 ? argv[2] : "";
+  const double duration_s = argc > 3 ? std::atof(argv[3]) : 0;
   fmt::print("{:<18} {:>9} {:>11} {:>9} {:>13} {:>15}\n", "scenario", "requests", "engine steps",
              "best s", "requests/s", "with output/s");
   for (const char* name : {"seed-drill", "bench-chat-8x1h"}) {
+    if (!only.empty() && only != name) continue;
     auto sc = ttft::BuiltinScenario(name);
     if (!sc.ok()) {
       fmt::print(stderr, "{}\n", sc.status().ToString());
       return 1;
     }
+    if (duration_s > 0) sc->duration_s = sc->workload.duration_s = duration_s;
     int64_t requests = 0, steps = 0;
     double best = 1e30;
-    for (int i = 0; i < repeats; ++i) best = std::min(best, TimeRun<NullSink>(*sc, requests, steps));
+    for (int i = 0; i < repeats; ++i)
+      best = std::min(best, TimeRun<NullSink>(*sc, requests, steps));
     double with_output = TimeRun<FormatSink>(*sc, requests, steps);
     fmt::print("{:<18} {:>9} {:>11} {:>9.3f} {:>13.0f} {:>15.0f}\n", name, requests, steps, best,
                static_cast<double>(requests) / best, static_cast<double>(requests) / with_output);

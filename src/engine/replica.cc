@@ -101,6 +101,14 @@ class Replica::BlockPool {
 
   int64_t size() const { return static_cast<int64_t>(blocks_.size()); }
   int64_t num_free() const { return num_free_; }
+
+  // The block array and the map outgrow the caches of a fleet of replicas, and a
+  // request's blocks are scattered through them: the loops over a request's
+  // blocks prefetch a few iterations ahead so the cache misses overlap
+  // (measured in docs/performance.md).
+  static constexpr size_t kPrefetchAhead = 8;
+  void PrefetchBlock(int32_t id) const { __builtin_prefetch(&blocks_[id], 1); }
+  void PrefetchHash(uint64_t hash) const { cached_.prefetch(hash); }
   int32_t ref(int32_t id) const { return blocks_[id].ref; }
 
   // The block caching `hash`, or -1. Map entries are evicted lazily: an entry is
@@ -127,6 +135,7 @@ class Replica::BlockPool {
   int32_t Allocate() {
     assert(num_free_ > 0);
     for (;;) {
+      if (queue_.size() > kPrefetchAhead) PrefetchBlock(queue_[kPrefetchAhead].id);
       const Entry e = queue_.front();
       queue_.pop_front();
       Block& b = blocks_[e.id];
@@ -199,8 +208,8 @@ class Replica::BlockPool {
     if (live != num_free_) return Status::Internal("free count mismatch");
     for (size_t i = 0; i < blocks_.size(); ++i) {
       if (blocks_[i].ref != expected_refs[i]) {
-        return Status::Internal(fmt::format("block {} ref {} but {} holders", i, blocks_[i].ref,
-                                            expected_refs[i]));
+        return Status::Internal(
+            fmt::format("block {} ref {} but {} holders", i, blocks_[i].ref, expected_refs[i]));
       }
       if ((blocks_[i].ref == 0) != blocks_[i].free) {
         return Status::Internal(fmt::format("block {} free flag disagrees with ref", i));
@@ -230,7 +239,7 @@ class Replica::BlockPool {
   // block array. Stale entries are swept when they outnumber the blocks.
   struct Entry {
     int32_t id;
-    uint32_t stamp;
+    uint32_t stamp;  // Block::stamp at the push
   };
 
   void PushBack(int32_t id) {
@@ -282,7 +291,7 @@ struct Replica::Seq {
   int64_t num_cached = -1;  // prefix-cache hit at first scheduling (vLLM num_cached_tokens)
   std::vector<int32_t> blocks;
   std::vector<int32_t> preempted_blocks;  // block ids held before the last preemption
-  int64_t num_hashed = 0;  // leading blocks registered in the prefix cache
+  int64_t num_hashed = 0;                 // leading blocks registered in the prefix cache
   double queued_s = 0;
   double scheduled_s = -1;
   double first_token_s = -1;
@@ -363,6 +372,9 @@ int64_t Replica::LookupPrefix(const Seq& s, std::vector<int32_t>& hits) const {
                                                static_cast<int64_t>(hashes.size()));
   const int64_t shared_blocks = std::min<int64_t>(max_blocks, s.req->unique_from_block);
   for (int64_t i = 0; i < shared_blocks; ++i) {
+    if (i + static_cast<int64_t>(BlockPool::kPrefetchAhead) < shared_blocks) {
+      pool_->PrefetchHash(hashes[static_cast<size_t>(i) + BlockPool::kPrefetchAhead]);
+    }
     const int32_t id = pool_->Lookup(hashes[static_cast<size_t>(i)]);
     if (id < 0) return static_cast<int64_t>(hits.size()) * config_.block_size;
     hits.push_back(id);
@@ -399,11 +411,19 @@ void Replica::CacheFullBlocks(Seq& s, int64_t num_tokens) {
   const int64_t full =
       std::min<int64_t>(num_tokens / config_.block_size, static_cast<int64_t>(hashes.size()));
   const int64_t unique_from = s.req->unique_from_block;
+  constexpr int64_t kAhead = BlockPool::kPrefetchAhead;
   for (int64_t i = s.num_hashed; i < full; ++i) {
+    if (i + kAhead < full) {
+      const size_t j = static_cast<size_t>(i + kAhead);
+      pool_->PrefetchBlock(s.blocks[j]);
+      if (i + kAhead < unique_from) pool_->PrefetchHash(hashes[j]);
+    }
     const int32_t id = s.blocks[static_cast<size_t>(i)];
     const uint64_t h = hashes[static_cast<size_t>(i)];
-    if (i < unique_from) pool_->Cache(id, h);
-    else pool_->CachePrivate(id, h);
+    if (i < unique_from)
+      pool_->Cache(id, h);
+    else
+      pool_->CachePrivate(id, h);
   }
   s.num_hashed = std::max(s.num_hashed, full);
 }
@@ -436,7 +456,12 @@ bool Replica::TryAllocate(Seq& s, int64_t num_new_tokens, const std::vector<int3
 void Replica::FreeSeq(Seq& s) {
   // Reverse order: the request's last block reaches the free queue first and so is
   // evicted first (KVCacheManager.free).
-  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) pool_->Release(*it);
+  const size_t n = s.blocks.size();
+  for (size_t k = n; k-- > 0;) {
+    if (k >= BlockPool::kPrefetchAhead)
+      pool_->PrefetchBlock(s.blocks[k - BlockPool::kPrefetchAhead]);
+    pool_->Release(s.blocks[k]);
+  }
   s.blocks.clear();
   s.num_hashed = 0;
 }
