@@ -3,15 +3,19 @@
 // (ttft/telemetry.h, docs/telemetry.md).
 #include <fmt/format.h>
 #include <simdjson.h>
+#include <sys/mman.h>
 #include <xxhash.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <new>
 
 #include "telemetry/input_stream.h"
+#include "telemetry/span_readers_internal.h"
 #include "ttft/telemetry.h"
 
 namespace ttft {
@@ -92,10 +96,10 @@ class FieldTable {
   }
   // Index into entries(), or -1.
   int Lookup(std::string_view key, size_t& cursor) const {
-    if (cursor < entries_.size() && entries_[cursor].source == key)
+    if (cursor < entries_.size() && Equal(entries_[cursor].source, key))
       return static_cast<int>(cursor++);
     for (size_t i = 0; i < entries_.size(); ++i) {
-      if (entries_[i].source == key) {
+      if (Equal(entries_[i].source, key)) {
         cursor = i + 1;
         return static_cast<int>(i);
       }
@@ -110,6 +114,38 @@ class FieldTable {
   const Entry& entry(int i) const { return entries_[static_cast<size_t>(i)]; }
 
  private:
+  // Inline word compares: keys are short, and a memcmp call per key showed in profiles.
+  static bool Equal(const std::string& a, std::string_view b) {
+    const size_t n = b.size();
+    if (a.size() != n) return false;
+    const char* x = a.data();
+    const char* y = b.data();
+    auto word = [](const char* p, auto& w) { std::memcpy(&w, p, sizeof w); };
+    if (n >= 8) {
+      uint64_t u, v;
+      for (size_t i = 0; i + 8 <= n; i += 8) {
+        word(x + i, u);
+        word(y + i, v);
+        if (u != v) return false;
+      }
+      word(x + n - 8, u);
+      word(y + n - 8, v);
+      return u == v;
+    }
+    if (n >= 4) {
+      uint32_t u1, v1, u2, v2;
+      word(x, u1);
+      word(y, v1);
+      word(x + n - 4, u2);
+      word(y + n - 4, v2);
+      return u1 == v1 && u2 == v2;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (x[i] != y[i]) return false;
+    }
+    return true;
+  }
+
   std::vector<Entry> entries_;
 };
 
@@ -127,11 +163,16 @@ bool LooksNonFinite(std::string_view s) {
 // from its bits directly; 0 marks an empty slot (a hash of 0 is stored as 1 << 63).
 class HashSet64 {
  public:
+  HashSet64() = default;
+  ~HashSet64() { Free(slots_, capacity_); }
+  HashSet64(const HashSet64&) = delete;
+  HashSet64& operator=(const HashSet64&) = delete;
+
   // Inserts `hash`; false when it was already present.
   bool Insert(uint64_t hash) {
     if (hash == 0) hash = uint64_t{1} << 63;
-    if ((size_ + 1) * 2 > slots_.size()) Rehash(std::max<size_t>(1024, slots_.size() * 2));
-    const size_t mask = slots_.size() - 1;
+    if ((size_ + 1) * 2 > capacity_) Rehash(std::max<size_t>(1024, capacity_ * 2));
+    const size_t mask = capacity_ - 1;
     for (size_t i = static_cast<size_t>(hash) & mask;; i = (i + 1) & mask) {
       if (slots_[i] == hash) return false;
       if (slots_[i] == 0) {
@@ -141,25 +182,60 @@ class HashSet64 {
       }
     }
   }
+  // Starts loading the slot `hash` would probe first (a cache miss per span otherwise).
+  // (A hash of 0, stored as 1 << 63, gets a useless prefetch; GCC 12 drops the
+  // prefetch altogether when it is remapped here.)
+  void Prefetch(uint64_t hash) const {
+    if (capacity_ > 0) __builtin_prefetch(&slots_[static_cast<size_t>(hash) & (capacity_ - 1)]);
+  }
   void Reserve(size_t n) {
     size_t want = 1024;
     while (want < n * 2) want *= 2;
-    if (want > slots_.size()) Rehash(want);
+    if (want > capacity_) Rehash(want);
   }
 
  private:
+  // Zeroed slots. Tables of 2 MB and more are mapped with transparent huge pages
+  // where the kernel allows it: probes land all over the table, and with 4 KB pages
+  // nearly every probe also missed the TLB.
+  static uint64_t* Allocate(size_t n) {
+    const size_t bytes = n * sizeof(uint64_t);
+    constexpr size_t kHuge = size_t{2} << 20;
+    if (bytes >= kHuge) {
+      void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p != MAP_FAILED) {
+        ::madvise(p, bytes, MADV_HUGEPAGE);  // a hint; failure leaves 4 KB pages
+        return static_cast<uint64_t*>(p);
+      }
+      throw std::bad_alloc();
+    }
+    return new uint64_t[n]();
+  }
+  static void Free(uint64_t* p, size_t n) {
+    if (p == nullptr) return;
+    if (n * sizeof(uint64_t) >= (size_t{2} << 20)) {
+      ::munmap(p, n * sizeof(uint64_t));
+    } else {
+      delete[] p;
+    }
+  }
   void Rehash(size_t n) {
-    std::vector<uint64_t> old = std::move(slots_);
-    slots_.assign(n, 0);
+    uint64_t* old = slots_;
+    const size_t old_n = capacity_;
+    slots_ = Allocate(n);
+    capacity_ = n;
     const size_t mask = n - 1;
-    for (uint64_t h : old) {
+    for (size_t k = 0; k < old_n; ++k) {
+      const uint64_t h = old[k];
       if (h == 0) continue;
       size_t i = static_cast<size_t>(h) & mask;
       while (slots_[i] != 0) i = (i + 1) & mask;
       slots_[i] = h;
     }
+    Free(old, old_n);
   }
-  std::vector<uint64_t> slots_;
+  uint64_t* slots_ = nullptr;
+  size_t capacity_ = 0;
   size_t size_ = 0;
 };
 
@@ -197,7 +273,11 @@ class RecordContext {
       return Bad(line, category, std::move(why));
     }
     if (options_.detect_duplicates && !r.request_id.empty()) {
-      const uint64_t h = XXH3_64bits(r.request_id.data(), r.request_id.size());
+      const uint64_t h =
+          r.request_id.data() == hinted_id_.data() && r.request_id.size() == hinted_id_.size()
+              ? hinted_hash_
+              : XXH3_64bits(r.request_id.data(), r.request_id.size());
+      hinted_id_ = {};
       if (!seen_ids_.Insert(h)) {
         return Bad(line, "duplicate request_id",
                    fmt::format("duplicate request_id '{}'", r.request_id));
@@ -227,6 +307,15 @@ class RecordContext {
 
   const SpanReadOptions& options() const { return options_; }
   std::string_view source() const { return source_; }
+  // The record being parsed has this request id: hash it and start loading its slot
+  // in the duplicate set while the rest of the record is parsed.
+  void ClearHint() { hinted_id_ = {}; }
+  void HintRequestId(std::string_view id) {
+    if (!options_.detect_duplicates) return;
+    hinted_id_ = id;
+    hinted_hash_ = XXH3_64bits(id.data(), id.size());
+    seen_ids_.Prefetch(hinted_hash_);
+  }
   // About `n` more records are coming: size the sink and the duplicate set once.
   void ExpectMore(size_t n) {
     sink_.ExpectMore(n);
@@ -241,6 +330,8 @@ class RecordContext {
   // Request ids as XXH3 hashes: two distinct ids collide (a false duplicate) with
   // probability about n^2 / 2^65 (1e-8 at 10^6 spans, 3e-4 at 10^8).
   HashSet64 seen_ids_;
+  std::string_view hinted_id_;
+  uint64_t hinted_hash_ = 0;
   int64_t with_ttft_ = 0;
   int64_t ttft_over_30s_ = 0;
 };
@@ -252,6 +343,8 @@ class LineParser {
   virtual Status ParseLine(const char* p, size_t len, size_t capacity, int64_t line,
                            bool unterminated) = 0;
   virtual Status Finish() = 0;
+  // Lines the span JSONL fast path accepted (tests).
+  virtual int64_t fast_lines() const { return 0; }
 };
 
 std::string JsonErrorReason(simdjson::error_code e, bool unterminated, std::string_view text) {
@@ -267,18 +360,218 @@ std::string JsonErrorReason(simdjson::error_code e, bool unterminated, std::stri
 }
 
 // ---------------------------------------------------------------------------
+// The fast path for span JSONL: a strict scanner for the flat, ASCII, escape-free
+// objects our writer (and most loggers) produce. It either yields exactly the record
+// the simdjson path would yield for the line, or declines and the simdjson path parses
+// the line (which also produces every error message). It declines on anything it does
+// not fully validate: escapes, non-ASCII or control bytes, nested values, numbers
+// outside the JSON grammar or range, strings or booleans in numeric fields, unknown
+// status values, trailing bytes after the object. A differential test and fuzzer
+// (span_readers_test.cc, span_jsonl_fuzz.cc) compare the two paths.
+// ---------------------------------------------------------------------------
+
+constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+bool IsDigit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+
+// A scanned scalar value. Numbers keep their digit runs; the value is computed only
+// for fields that want it.
+struct FastValue {
+  enum Kind : uint8_t { kNull, kNumber, kString, kBool } kind = kNull;
+  std::string_view text;      // the string's contents, or the number's whole token
+  std::string_view integer;   // the number's integer digits
+  std::string_view fraction;  // the number's fraction digits (may be empty)
+  int exp10 = 0;              // the explicit exponent (0 when absent)
+  bool has_exponent = false;
+  bool negative = false;
+};
+
+// The value of up to 19 validated decimal digits.
+uint64_t DigitsValue(uint64_t m, std::string_view digits) {
+  size_t i = 0;
+  for (; i + 8 <= digits.size(); i += 8) {
+    // Eight digits at once (the SWAR trick of fast_float and simdjson).
+    uint64_t v;
+    std::memcpy(&v, digits.data() + i, 8);
+    v -= 0x3030303030303030ULL;
+    v = (v * 10) + (v >> 8);
+    v = (((v & 0x000000FF000000FFULL) * 0x000F424000000064ULL) +
+         (((v >> 16) & 0x000000FF000000FFULL) * 0x0000271000000001ULL)) >>
+        32;
+    m = m * 100000000 + v;
+  }
+  for (; i < digits.size(); ++i) m = m * 10 + static_cast<uint64_t>(digits[i] - '0');
+  return m;
+}
+
+// Scans [p, p + len). Reads up to 8 bytes past the end of a string run (callers
+// guarantee that much padding) but never looks at them.
+class FastScanner {
+ public:
+  FastScanner(const char* p, size_t len) : cur_(p), end_(p + len) {}
+
+  void SkipSpace() {
+    while (cur_ < end_ && IsJsonSpace(*cur_)) ++cur_;
+  }
+  bool Consume(char c) {
+    if (cur_ < end_ && *cur_ == c) {
+      ++cur_;
+      return true;
+    }
+    return false;
+  }
+  bool AtEnd() const { return cur_ == end_; }
+  char Peek() const { return cur_ < end_ ? *cur_ : '\0'; }
+
+  // A string without escapes, starting at the opening quote; eight bytes at a time.
+  bool String(std::string_view& out) {
+    if (!Consume('"')) return false;
+    const char* const start = cur_;
+    constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+    for (;;) {
+      uint64_t x;
+      std::memcpy(&x, cur_, 8);
+      const uint64_t quote = x ^ (kOnes * '"'), slash = x ^ (kOnes * '\\');
+      // The lowest flagged byte of each term is exact (borrows only move upward):
+      // a zero byte of quote or slash, a byte below 0x20, a byte at or above 0x80.
+      const uint64_t stop =
+          ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash) | ((x - kOnes * 0x20) & ~x) | x;
+      const uint64_t mask = stop & kHigh;
+      if (mask == 0) {
+        cur_ += 8;
+        if (cur_ >= end_) return false;  // ran off the end: a cut string
+        continue;
+      }
+      cur_ += __builtin_ctzll(mask) / 8;
+      if (cur_ >= end_ || *cur_ != '"') return false;  // escape, control, non-ASCII, cut
+      out = std::string_view(start, static_cast<size_t>(cur_ - start));
+      ++cur_;
+      return true;
+    }
+  }
+
+  // A JSON number (RFC 8259 grammar), starting at '-' or a digit.
+  bool Number(FastValue& v) {
+    v.kind = FastValue::kNumber;
+    const char* const start = cur_;
+    v.negative = Consume('-');
+    const char* const int_begin = cur_;
+    if (cur_ >= end_ || !IsDigit(*cur_)) return false;
+    if (*cur_ == '0') {
+      ++cur_;
+    } else {
+      while (cur_ < end_ && IsDigit(*cur_)) ++cur_;
+    }
+    const char* const int_end = cur_;
+    const char* frac_begin = cur_;
+    const char* frac_end = cur_;
+    bool exponent = false;
+    int exp10 = 0;
+    if (cur_ < end_ && *cur_ == '.') {
+      frac_begin = ++cur_;
+      while (cur_ < end_ && IsDigit(*cur_)) ++cur_;
+      frac_end = cur_;
+      if (frac_end == frac_begin) return false;
+    }
+    if (cur_ < end_ && (*cur_ == 'e' || *cur_ == 'E')) {
+      ++cur_;
+      exponent = true;
+      bool negative = false;
+      if (cur_ < end_ && (*cur_ == '+' || *cur_ == '-')) negative = *cur_++ == '-';
+      const char* const digits = cur_;
+      while (cur_ < end_ && IsDigit(*cur_)) {
+        if (exp10 < 100000) exp10 = exp10 * 10 + (*cur_ - '0');
+        ++cur_;
+      }
+      if (cur_ == digits) return false;
+      if (negative) exp10 = -exp10;
+    }
+    v.text = std::string_view(start, static_cast<size_t>(cur_ - start));
+    v.integer = std::string_view(int_begin, static_cast<size_t>(int_end - int_begin));
+    v.fraction = std::string_view(frac_begin, static_cast<size_t>(frac_end - frac_begin));
+    v.exp10 = exp10;
+    v.has_exponent = exponent;
+    return true;
+  }
+
+  // Any scalar; false for objects, arrays and anything not valid JSON.
+  bool Value(FastValue& v) {
+    const char c = Peek();
+    if (c == '"') {
+      v.kind = FastValue::kString;
+      return String(v.text);
+    }
+    if (c == '-' || IsDigit(c)) return Number(v);
+    auto literal = [&](std::string_view word, FastValue::Kind kind) {
+      if (static_cast<size_t>(end_ - cur_) < word.size() ||
+          std::string_view(cur_, word.size()) != word) {
+        return false;
+      }
+      cur_ += word.size();
+      v.kind = kind;
+      return true;
+    };
+    if (c == 'n') return literal("null", FastValue::kNull);
+    if (c == 't') return literal("true", FastValue::kBool);
+    if (c == 'f') return literal("false", FastValue::kBool);
+    return false;
+  }
+
+ private:
+  const char* cur_;
+  const char* end_;
+};
+
+// The integer a number without fraction or exponent and with at most 18 digits
+// denotes; false for any other number.
+bool FastInt(const FastValue& v, int64_t& out) {
+  if (!v.fraction.empty() || v.has_exponent || v.integer.size() > 18) return false;
+  const auto m = static_cast<int64_t>(DigitsValue(0, v.integer));
+  out = v.negative ? -m : m;
+  return true;
+}
+
+// The double a scanned number denotes, correctly rounded (as simdjson's); false when
+// out of range.
+bool FastDouble(const FastValue& v, double& out) {
+  const size_t digits = v.integer.size() + v.fraction.size();
+  const int exp10 = v.exp10 - static_cast<int>(v.fraction.size());
+  if (digits <= 15 && exp10 >= -22 && exp10 <= 22) {
+    // Clinger's fast path: under 10^15 < 2^53 the mantissa is exact, and so is
+    // 10^|exp10|, so one IEEE operation rounds once, correctly.
+    const auto m = static_cast<double>(DigitsValue(DigitsValue(0, v.integer), v.fraction));
+    out = exp10 < 0 ? m / kPow10[-exp10] : m * kPow10[exp10];
+    if (v.negative) out = -out;
+    return true;
+  }
+  const auto res = std::from_chars(v.text.data(), v.text.data() + v.text.size(), out);
+  return res.ec == std::errc() && res.ptr == v.text.data() + v.text.size() && std::isfinite(out);
+}
+
+// ---------------------------------------------------------------------------
 // ttft span JSONL, On-Demand: one pass over each object's fields, no DOM.
 // ---------------------------------------------------------------------------
 class JsonlParser final : public LineParser {
  public:
-  explicit JsonlParser(RecordContext& ctx) : ctx_(ctx), fields_(ctx.options().columns) {}
+  JsonlParser(RecordContext& ctx, bool fast_path)
+      : ctx_(ctx), fields_(ctx.options().columns), fast_path_(fast_path) {}
 
   Status ParseLine(const char* p, size_t len, size_t capacity, int64_t line,
                    bool unterminated) override {
     if (IsBlank(std::string_view(p, len))) return Status::Ok();
+    ctx_.ClearHint();  // a hint from an earlier line may point into reused memory
     SpanRecord r;
-    std::string err;
     bool ttft_present = false;
+    // The fast scanner reads up to 8 bytes past a string run: capacity covers that.
+    if (fast_path_ && capacity >= len + 8 && FastParse(p, len, r, ttft_present)) {
+      ++fast_lines_;
+      return ctx_.Emit(r, line, ttft_present);
+    }
+    r = SpanRecord{};
+    ttft_present = false;
+    std::string err;
     const simdjson::error_code e = ParseObject(p, len, capacity, r, ttft_present, err);
     if (e != simdjson::SUCCESS) {
       return ctx_.Bad(line, unterminated ? "truncated record" : "malformed json",
@@ -288,8 +581,75 @@ class JsonlParser final : public LineParser {
     return ctx_.Emit(r, line, ttft_present);
   }
   Status Finish() override { return ctx_.Finish(); }
+  int64_t fast_lines() const override { return fast_lines_; }
+
+  // The fast path alone (tests): true when it accepted the line into `r`.
+  bool FastParse(const char* p, size_t len, SpanRecord& r, bool& ttft_present) const {
+    FastScanner in(p, len);
+    in.SkipSpace();
+    if (!in.Consume('{')) return false;
+    in.SkipSpace();
+    size_t cursor = 0;
+    if (!in.Consume('}')) {
+      for (;;) {
+        std::string_view key;
+        if (!in.String(key)) return false;
+        in.SkipSpace();
+        if (!in.Consume(':')) return false;
+        in.SkipSpace();
+        FastValue v;
+        if (!in.Value(v)) return false;
+        const int idx = fields_.Lookup(key, cursor);
+        if (idx >= 0) {
+          const FieldTable::Entry& entry = fields_.entry(idx);
+          if (!FastField(entry, v, r, ttft_present)) return false;
+          if (entry.field == kRequestId && v.kind == FastValue::kString) {
+            ctx_.HintRequestId(v.text);
+          }
+        }
+        in.SkipSpace();
+        if (in.Consume('}')) break;
+        if (!in.Consume(',')) return false;
+        in.SkipSpace();
+      }
+    }
+    in.SkipSpace();
+    return in.AtEnd();
+  }
 
  private:
+  // Stores one known field as ParseObject would; false where ParseObject would report
+  // an error or take a path the fast scanner does not mirror.
+  static bool FastField(const FieldTable::Entry& entry, const FastValue& v, SpanRecord& r,
+                        bool& ttft_present) {
+    const int f = entry.field;
+    if (f == kTtft) ttft_present = true;
+    if (v.kind == FastValue::kNull) return true;  // missing: NaN / -1 / ""
+    if (IsDouble(f)) {
+      double d;
+      if (v.kind != FastValue::kNumber || !FastDouble(v, d)) return false;
+      *DoubleSlot(r, f) = d * entry.scale;
+      return true;
+    }
+    if (IsInt(f)) {
+      int64_t i;
+      if (v.kind != FastValue::kNumber || !FastInt(v, i)) return false;
+      SetInt(r, f, i);
+      return true;
+    }
+    if (v.kind != FastValue::kString) return false;
+    if (f == kRequestId) {
+      r.request_id = v.text;
+    } else if (f == kStatus) {
+      auto st = ParseRequestStatus(v.text);
+      if (!st) return false;
+      r.status = *st;
+    } else {
+      r.labels[static_cast<size_t>(f - kReplica)] = v.text;
+    }
+    return true;
+  }
+
   // A string value as a view: straight into the input when it has no escapes (the
   // common case: no copy), else unescaped into the parser's buffer.
   static simdjson::error_code GetString(od::value& v, std::string_view& out) {
@@ -400,6 +760,8 @@ class JsonlParser final : public LineParser {
 
   RecordContext& ctx_;
   FieldTable fields_;
+  bool fast_path_;
+  int64_t fast_lines_ = 0;
   od::parser parser_;
 };
 
@@ -899,12 +1261,12 @@ class OtlpParser final : public LineParser {
   std::string document_;
 };
 
-std::unique_ptr<LineParser> MakeParser(InputFormat f, RecordContext& ctx) {
+std::unique_ptr<LineParser> MakeParser(InputFormat f, RecordContext& ctx, bool fast_path = true) {
   switch (f) {
     case InputFormat::kCsv: return std::make_unique<CsvParser>(ctx);
     case InputFormat::kOtlp: return std::make_unique<OtlpParser>(ctx, false);
     case InputFormat::kSpanSink: return std::make_unique<OtlpParser>(ctx, true);
-    default: return std::make_unique<JsonlParser>(ctx);
+    default: return std::make_unique<JsonlParser>(ctx, fast_path);
   }
 }
 
@@ -965,23 +1327,34 @@ InputFormat DetectFormat(std::string_view head) {
 
 Status ParseSpans(std::string_view data, std::string_view source, const SpanReadOptions& options,
                   SpanSink& sink, ReadReport& report) {
+  return internal::ParseSpansWithFastPath(data, source, options, sink, report, true, nullptr);
+}
+
+Status internal::ParseSpansWithFastPath(std::string_view data, std::string_view source,
+                                        const SpanReadOptions& options, SpanSink& sink,
+                                        ReadReport& report, bool fast_path, int64_t* fast_lines) {
   InputFormat format = options.format == InputFormat::kAuto ? DetectFormat(data) : options.format;
   TTFT_RETURN_IF_ERROR(CheckSpanFormat(format, source));
   // Copy into a padded buffer (simdjson reads up to SIMDJSON_PADDING past the end).
   std::vector<char> buf(data.size() + simdjson::SIMDJSON_PADDING + 1, '\0');
   std::memcpy(buf.data(), data.data(), data.size());
   RecordContext ctx(source, options, sink, report);
-  auto parser = MakeParser(format, ctx);
-  int64_t line_no = 1;
-  TTFT_ASSIGN_OR_RETURN(size_t rest,
-                        FeedLines(*parser, buf.data(), data.size(), buf.size() - 1, line_no));
-  if (rest < data.size()) {
-    size_t len = data.size() - rest;
-    if (buf[rest + len - 1] == '\r') --len;
-    TTFT_RETURN_IF_ERROR(
-        parser->ParseLine(buf.data() + rest, len, buf.size() - 1 - rest, line_no, true));
-  }
-  return parser->Finish();
+  auto parser = MakeParser(format, ctx, fast_path);
+  auto parse = [&]() -> Status {
+    int64_t line_no = 1;
+    TTFT_ASSIGN_OR_RETURN(size_t rest,
+                          FeedLines(*parser, buf.data(), data.size(), buf.size() - 1, line_no));
+    if (rest < data.size()) {
+      size_t len = data.size() - rest;
+      if (buf[rest + len - 1] == '\r') --len;
+      TTFT_RETURN_IF_ERROR(
+          parser->ParseLine(buf.data() + rest, len, buf.size() - 1 - rest, line_no, true));
+    }
+    return parser->Finish();
+  };
+  Status st = parse();
+  if (fast_lines != nullptr) *fast_lines = parser->fast_lines();
+  return st;
 }
 
 Status ReadSpans(const std::string& path, const SpanReadOptions& options, SpanSink& sink,
