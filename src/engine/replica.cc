@@ -80,9 +80,17 @@ Status EngineConfig::Validate() const {
   if (!(c.prefill_mfu > 0 && c.prefill_mfu <= 1) || !(c.decode_mbu > 0 && c.decode_mbu <= 1)) {
     return Status::Invalid("cost: prefill_mfu and decode_mbu must be in (0, 1]");
   }
-  if (c.step_overhead_s < 0 || c.layer_overhead_s < 0 || c.allreduce_latency_s < 0 ||
-      c.front_end_s < 0 || !(c.slowdown > 0)) {
+  if (!(c.step_overhead_s >= 0) || !(c.layer_overhead_s >= 0) || !(c.seq_overhead_s >= 0) ||
+      !(c.allreduce_latency_s >= 0) || !(c.front_end_s >= 0) || !(c.slowdown > 0)) {
     return Status::Invalid("cost: overheads must be >= 0 and slowdown > 0");
+  }
+  if (!(c.prefill_n_half_tokens >= 0) || !std::isfinite(c.prefill_n_half_tokens)) {
+    return Status::Invalid(
+        fmt::format("cost.prefill_n_half_tokens: must be >= 0, got {}", c.prefill_n_half_tokens));
+  }
+  if (!(c.allreduce_bus_gbps > 0) || !std::isfinite(c.allreduce_bus_gbps)) {
+    return Status::Invalid(
+        fmt::format("cost.allreduce_bus_gbps: must be > 0, got {}", c.allreduce_bus_gbps));
   }
   return Status::Ok();
 }

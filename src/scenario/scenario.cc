@@ -92,8 +92,9 @@ const Keys kEngineKeys = {"model",
                           "num_gpu_blocks",
                           "deploy",
                           "cost"};
-const Keys kCostKeys = {"prefill_mfu",      "decode_mbu",          "step_overhead_s",
-                        "layer_overhead_s", "allreduce_latency_s", "front_end_s"};
+const Keys kCostKeys = {"prefill_mfu",         "prefill_n_half_tokens", "decode_mbu",
+                        "step_overhead_s",     "layer_overhead_s",      "seq_overhead_s",
+                        "allreduce_latency_s", "allreduce_bus_gbps",    "front_end_s"};
 // deploy_config changes scheduler settings only: capacity and hardware need a new replica.
 const Keys kDeployConfigKeys = {"max_num_batched_tokens",
                                 "max_num_seqs",
@@ -184,6 +185,7 @@ class Parser {
                        ArrivalSpec& out) const;
   Status ParseTraffic(const YAML::Node& n);
   Status ParseTraces(const YAML::Node& n, Scenario& sc);
+  Status ParseSharedPrefix(const YAML::Node& n, Scenario& sc);
   Status ParseRouter(const YAML::Node& n, Scenario& sc);
   Status ParseReplicas(const YAML::Node& n, Scenario& sc);
   Status ParseEvents(const YAML::Node& n, Scenario& sc);
@@ -512,10 +514,10 @@ Status Parser::ParseTenants(const YAML::Node& n, Scenario& sc) {
   for (size_t i = 0; i < n.size(); ++i) {
     const YAML::Node t = n[i];
     const std::string p = Index("tenants", i);
-    TTFT_RETURN_IF_ERROR(CheckMap(t, p,
-                                  {"name", "template", "version", "rate_rps", "weight", "arrival",
-                                   "cv", "output_tokens", "users", "region", "pool",
-                                   "cache_salt"}));
+    TTFT_RETURN_IF_ERROR(
+        CheckMap(t, p,
+                 {"name", "template", "version", "rate_rps", "weight", "arrival", "cv",
+                  "output_tokens", "users", "region", "pool", "cache_salt"}));
     for (const char* key : {"name", "template"}) {
       TTFT_RETURN_IF_ERROR(Require(t, p, key));
     }
@@ -648,6 +650,80 @@ Status Parser::ParseTraces(const YAML::Node& n, Scenario& sc) {
       return Err(t["pool"], Join(p, "pool"), fmt::format("no replica is in pool \"{}\"", tr.pool));
     }
     sc.workload.traces.push_back(std::move(tr));
+  }
+  return Status::Ok();
+}
+
+// inference-perf's shared_prefix data with constant-rate stages (ttft/workload.h).
+Status Parser::ParseSharedPrefix(const YAML::Node& n, Scenario& sc) {
+  if (!n.IsSequence()) return ErrGot(n, "shared_prefix", "expected a list");
+  for (size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node t = n[i];
+    const std::string p = Index("shared_prefix", i);
+    TTFT_RETURN_IF_ERROR(
+        CheckMap(t, p,
+                 {"tenant", "num_groups", "num_prompts_per_group", "system_prompt_len",
+                  "question_len", "output_len", "token_inflation", "length_jitter", "bos", "stages",
+                  "stage_gap_s", "region", "pool"}));
+    TTFT_RETURN_IF_ERROR(Require(t, p, "stages"));
+    SharedPrefixSpec sp;
+    TTFT_RETURN_IF_ERROR(OptStr(t, p, "tenant", sp.tenant));
+    if (sp.tenant.empty()) return ErrGot(t["tenant"], Join(p, "tenant"), "must not be empty");
+    if (!tenants_.insert(sp.tenant).second) {
+      return Err(t["tenant"] ? t["tenant"] : t, Join(p, "tenant"),
+                 fmt::format("\"{}\" is already a tenant's name", sp.tenant));
+    }
+    struct IntField {
+      const char* key;
+      int* out;
+      int64_t min;
+    };
+    for (const IntField& f : {IntField{"num_groups", &sp.num_groups, 1},
+                              IntField{"num_prompts_per_group", &sp.num_prompts_per_group, 1},
+                              IntField{"system_prompt_len", &sp.system_prompt_len, 0},
+                              IntField{"question_len", &sp.question_len, 1},
+                              IntField{"output_len", &sp.output_len, 1}}) {
+      if (!t[f.key]) continue;
+      TTFT_ASSIGN_OR_RETURN(int64_t v, Int(t[f.key], Join(p, f.key)));
+      if (v < f.min || v > 1'000'000) {
+        return ErrGot(t[f.key], Join(p, f.key), fmt::format("must be {}..1000000", f.min));
+      }
+      *f.out = static_cast<int>(v);
+    }
+    TTFT_RETURN_IF_ERROR(OptNum(t, p, "token_inflation", sp.token_inflation, 0, false));
+    TTFT_RETURN_IF_ERROR(OptNum(t, p, "length_jitter", sp.length_jitter, 0, true));
+    TTFT_RETURN_IF_ERROR(OptNum(t, p, "stage_gap_s", sp.stage_gap_s, 0, true));
+    if (t["bos"]) {
+      TTFT_ASSIGN_OR_RETURN(sp.bos, Bool(t["bos"], Join(p, "bos")));
+    }
+    const YAML::Node stages = t["stages"];
+    if (!stages.IsSequence() || stages.size() == 0) {
+      return ErrGot(stages, Join(p, "stages"), "expected a non-empty list");
+    }
+    for (size_t k = 0; k < stages.size(); ++k) {
+      const std::string sp_path = Index(Join(p, "stages"), k);
+      TTFT_RETURN_IF_ERROR(CheckMap(stages[k], sp_path, {"rate_rps", "duration_s"}));
+      TTFT_RETURN_IF_ERROR(Require(stages[k], sp_path, "rate_rps"));
+      TTFT_RETURN_IF_ERROR(Require(stages[k], sp_path, "duration_s"));
+      LoadStage st;
+      TTFT_RETURN_IF_ERROR(OptNum(stages[k], sp_path, "rate_rps", st.rate_rps, 0, false));
+      TTFT_RETURN_IF_ERROR(OptNum(stages[k], sp_path, "duration_s", st.duration_s, 0, false));
+      sp.stages.push_back(st);
+    }
+    TTFT_RETURN_IF_ERROR(OptStr(t, p, "region", sp.region));
+    TTFT_RETURN_IF_ERROR(OptStr(t, p, "pool", sp.pool));
+    if (!sp.region.empty() && !regions_.count(sp.region)) {
+      return Err(t["region"], Join(p, "region"),
+                 fmt::format("no replica is in region \"{}\"", sp.region));
+    }
+    if (!sp.pool.empty() && !pools_.count(sp.pool)) {
+      return Err(t["pool"], Join(p, "pool"), fmt::format("no replica is in pool \"{}\"", sp.pool));
+    }
+    // The remaining cross-field rules (e.g. a stage's request count) live in one place.
+    if (const Status st = ValidateSharedPrefix(sp, p); !st.ok()) {
+      return Status::Invalid(fmt::format("{}:{}: {}", file_, Line(t), st.message()));
+    }
+    sc.workload.shared_prefix.push_back(std::move(sp));
   }
   return Status::Ok();
 }
@@ -796,10 +872,13 @@ Result<EngineConfig> Parser::BuildEngine(const EngineLayer& s, const YAML::Node&
     TTFT_ASSIGN_OR_RETURN(cfg.deploy, Name(st->node, st->path));
   }
   TTFT_RETURN_IF_ERROR(number("cost.prefill_mfu", cfg.cost.prefill_mfu));
+  TTFT_RETURN_IF_ERROR(number("cost.prefill_n_half_tokens", cfg.cost.prefill_n_half_tokens));
   TTFT_RETURN_IF_ERROR(number("cost.decode_mbu", cfg.cost.decode_mbu));
   TTFT_RETURN_IF_ERROR(number("cost.step_overhead_s", cfg.cost.step_overhead_s));
   TTFT_RETURN_IF_ERROR(number("cost.layer_overhead_s", cfg.cost.layer_overhead_s));
+  TTFT_RETURN_IF_ERROR(number("cost.seq_overhead_s", cfg.cost.seq_overhead_s));
   TTFT_RETURN_IF_ERROR(number("cost.allreduce_latency_s", cfg.cost.allreduce_latency_s));
+  TTFT_RETURN_IF_ERROR(number("cost.allreduce_bus_gbps", cfg.cost.allreduce_bus_gbps));
   TTFT_RETURN_IF_ERROR(number("cost.front_end_s", cfg.cost.front_end_s));
   if (cfg.num_gpu_blocks < 0) {
     return ErrGot(get("num_gpu_blocks")->node, get("num_gpu_blocks")->path, "must be >= 0");
@@ -1110,7 +1189,7 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
       CheckMap(root, "",
                {"name", "description", "seed", "duration_s", "drain_limit_s", "scrape_interval_s",
                 "model_label", "router", "defaults", "replicas", "templates", "traffic", "tenants",
-                "traces", "events", "analysis"}));
+                "traces", "shared_prefix", "events", "analysis"}));
   for (const char* key : {"name", "duration_s", "replicas"}) {
     TTFT_RETURN_IF_ERROR(Require(root, "", key));
   }
@@ -1151,8 +1230,10 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   if (root["traffic"]) TTFT_RETURN_IF_ERROR(ParseTraffic(root["traffic"]));
   if (root["tenants"]) TTFT_RETURN_IF_ERROR(ParseTenants(root["tenants"], sc));
   if (root["traces"]) TTFT_RETURN_IF_ERROR(ParseTraces(root["traces"], sc));
-  if (sc.workload.tenants.empty() && sc.workload.traces.empty()) {
-    return Err(root, "tenants", "a scenario needs at least one tenant or trace");
+  if (root["shared_prefix"]) TTFT_RETURN_IF_ERROR(ParseSharedPrefix(root["shared_prefix"], sc));
+  if (sc.workload.tenants.empty() && sc.workload.traces.empty() &&
+      sc.workload.shared_prefix.empty()) {
+    return Err(root, "tenants", "a scenario needs at least one tenant, trace or shared_prefix");
   }
   if (root["events"]) TTFT_RETURN_IF_ERROR(ParseEvents(root["events"], sc));
   if (root["analysis"]) TTFT_RETURN_IF_ERROR(ParseAnalysis(root["analysis"], sc));

@@ -249,6 +249,81 @@ TEST(ScenarioTest, BadValuesNameLineAndField) {
             "(parsed fine)");  // zero is allowed in a piece
 }
 
+// inference-perf shared_prefix traffic in YAML (docs/scenarios.md), alone or beside tenants.
+TEST(ScenarioTest, SharedPrefixParsesAndGenerates) {
+  const std::string text = std::string(kBase) + R"(shared_prefix:
+  - tenant: ip
+    num_groups: 2
+    num_prompts_per_group: 3
+    system_prompt_len: 64
+    question_len: 32
+    output_len: 8
+    stages: [{rate_rps: 4, duration_s: 5}, {rate_rps: 8, duration_s: 5}]
+    stage_gap_s: 0.5
+)";
+  auto sc = ParseScenario(text, "s.yaml", ".");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  ASSERT_EQ(sc->workload.shared_prefix.size(), 1u);
+  const SharedPrefixSpec& sp = sc->workload.shared_prefix[0];
+  EXPECT_EQ(sp.tenant, "ip");
+  EXPECT_EQ(sp.num_groups, 2);
+  EXPECT_EQ(sp.num_prompts_per_group, 3);
+  EXPECT_EQ(sp.system_prompt_len, 64);
+  EXPECT_EQ(sp.question_len, 32);
+  EXPECT_EQ(sp.output_len, 8);
+  ASSERT_EQ(sp.stages.size(), 2u);
+  EXPECT_EQ(sp.stages[1].rate_rps, 8);
+  EXPECT_EQ(sp.stage_gap_s, 0.5);
+  auto src = RequestSource::Create(sc->workload);
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  EXPECT_THAT((*src)->tenant_names(), testing::Contains("ip"));
+  int64_t from_ip = 0, n = 0;
+  Request r;
+  for (;;) {
+    auto more = (*src)->Next(r);
+    ASSERT_TRUE(more.ok()) << more.status().ToString();
+    if (!*more) break;
+    ++n;
+    if ((*src)->tenant_names()[static_cast<size_t>(r.tenant)] == "ip") ++from_ip;
+  }
+  EXPECT_EQ(from_ip, 4 * 5 + 8 * 5);  // constant load: exactly rate x duration per stage
+  EXPECT_GT(n, from_ip);              // acme's Poisson requests as well
+}
+
+TEST(ScenarioTest, SharedPrefixErrorsNameLineAndField) {
+  const std::string base = std::string(kBase) + "shared_prefix:\n  - {tenant: ip, stages: ";
+  EXPECT_EQ(ErrorOf(base + "[{rate_rps: 0, duration_s: 5}]}\n"),
+            "s.yaml:15: shared_prefix[0].stages[0].rate_rps: must be > 0, got 0");
+  EXPECT_EQ(ErrorOf(base + "[]}\n"),
+            "s.yaml:15: shared_prefix[0].stages: expected a non-empty list, got a list");
+  EXPECT_EQ(ErrorOf(base + "[{rate_rps: 1, duration_s: 5}], question_len: 0}\n"),
+            "s.yaml:15: shared_prefix[0].question_len: must be 1..1000000, got 0");
+  EXPECT_EQ(ErrorOf(base + "[{rate_rps: 1, duration_s: 5}], groups: 2}\n"),
+            "s.yaml:15: shared_prefix[0].groups: unknown key");
+  EXPECT_EQ(ErrorOf(std::string(kBase) +
+                    "shared_prefix:\n  - {tenant: acme, stages: [{rate_rps: 1, duration_s: 1}]}\n"),
+            "s.yaml:15: shared_prefix[0].tenant: \"acme\" is already a tenant's name");
+  EXPECT_EQ(ErrorOf(base + "[{rate_rps: 1, duration_s: 5}], length_jitter: 1}\n"),
+            "s.yaml:15: shared_prefix[0].length_jitter: must be in [0, 1), got 1");
+}
+
+// Every cost-model parameter can be set from a scenario, and is range-checked.
+TEST(ScenarioTest, AllCostParametersParse) {
+  std::string s = kBase;
+  s.replace(s.find("gpu: h100-sxm}"), 14,
+            "gpu: h100-sxm, cost: {prefill_n_half_tokens: 40, seq_overhead_s: 0.00002, "
+            "allreduce_bus_gbps: 200}}");
+  auto sc = ParseScenario(s, "s.yaml", ".");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  const CostParams& c = sc->replicas[0].engine.cost;
+  EXPECT_EQ(c.prefill_n_half_tokens, 40);
+  EXPECT_EQ(c.seq_overhead_s, 0.00002);
+  EXPECT_EQ(c.allreduce_bus_gbps, 200);
+  std::string bad = kBase;
+  bad.replace(bad.find("gpu: h100-sxm}"), 14, "gpu: h100-sxm, cost: {allreduce_bus_gbps: 0}}");
+  EXPECT_THAT(ErrorOf(bad), testing::HasSubstr("allreduce_bus_gbps: must be > 0"));
+}
+
 TEST(ScenarioTest, EngineErrorsPointAtTheSetting) {
   std::string s = kBase;
   EXPECT_EQ(ErrorOf(std::string(kBase).replace(s.find("count: 2}"), 9, "count: 2, tp: 3}")),
