@@ -1,0 +1,433 @@
+// Integration test: `ttft stats --prometheus URL` (the real binary) against a real
+// Prometheus server (Debian's /usr/bin/prometheus). The data is backfilled with
+// `promtool tsdb create-blocks-from openmetrics` before the server starts, so the
+// samples and their timestamps are known exactly and nothing waits for scrapes.
+// The server listens on 127.0.0.1 only, every wait is bounded, and the child is
+// killed in teardown (and by PR_SET_PDEATHSIG should this process die first).
+// Skips when prometheus or promtool is absent.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kPrometheus = "/usr/bin/prometheus";
+constexpr const char* kPromtool = "/usr/bin/promtool";
+constexpr const char* kTtft = "vllm:time_to_first_token_seconds";
+
+// The backfilled data: two engines scraped every kStepS seconds, scrapes 0..kLast.
+// Every scrape adds kPerScrape observations per engine: engine "0" is fast, engine
+// "1" slow; engine "1" restarts just before scrape kReset (its counters start over).
+constexpr int kStepS = 10;
+constexpr int kLast = 8;
+constexpr int kReset = 6;
+constexpr int kPerScrape = 100;
+const std::vector<double> kBounds = {0.1, 0.25, 0.5, 1.0};
+// Observations per scrape at or below each bound (cumulative), +Inf = kPerScrape.
+const std::vector<double> kFastPerScrape = {60, 90, 100, 100};
+const std::vector<double> kSlowPerScrape = {0, 10, 50, 90};
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  double seconds = 0;
+};
+
+RunResult RunTtft(const std::string& args, int timeout_s = 120) {
+  const fs::path err_path =
+      fs::temp_directory_path() / ("ttft_prom_it_err_" + std::to_string(::getpid()));
+  const std::string cmd = "timeout " + std::to_string(timeout_s) + " " TTFT_BINARY " " + args +
+                          " 2>" + err_path.string();
+  RunResult r;
+  const auto t0 = Clock::now();
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream f(err_path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  r.err = ss.str();
+  fs::remove(err_path);
+  return r;
+}
+
+// A loopback port nobody listens on (bound, then released).
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A minimal HTTP/1.0 GET on 127.0.0.1 with a 2 s socket timeout: {status, body};
+// status 0 when the server cannot be reached.
+std::pair<int, std::string> HttpGet(int port, const std::string& target) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return {0, ""};
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return {0, ""};
+  }
+  const std::string req = "GET " + target + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return {0, ""};
+  }
+  std::string resp;
+  char buf[8192];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) resp.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  int status = 0;
+  if (std::sscanf(resp.c_str(), "HTTP/%*s %d", &status) != 1) return {0, ""};
+  const size_t body = resp.find("\r\n\r\n");
+  return {status, body == std::string::npos ? "" : resp.substr(body + 4)};
+}
+
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// Cumulative state of one engine at scrape k (after its restart, if any).
+struct EngineState {
+  std::vector<double> buckets;  // cumulative per kBounds
+  double count = 0, sum = 0, hits = 0, queries = 0;
+};
+EngineState StateAt(int engine, int k) {
+  const int first = engine == 1 && k >= kReset ? kReset : 0;  // scrapes since (re)start
+  const double n = k - first + 1;
+  EngineState s;
+  const auto& per = engine == 0 ? kFastPerScrape : kSlowPerScrape;
+  for (double c : per) s.buckets.push_back(c * n);
+  s.count = kPerScrape * n;
+  s.sum = (engine == 0 ? 12.5 : 55.0) * n;
+  s.queries = 1000 * n;
+  s.hits = (engine == 0 ? 600 : 200) * n;
+  return s;
+}
+
+// The shortest text that reads back as `v`.
+std::string Num(double v) {
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
+}
+
+// OpenMetrics text for promtool: families contiguous, samples in time order.
+std::string OpenMetrics(double t0) {
+  std::string out;
+  auto labels = [](int e) { return "job=\"ttft_it\",model_name=\"m\",engine=\"" + Num(e) + "\""; };
+  out += std::string("# TYPE ") + kTtft + " histogram\n";
+  for (int k = 0; k <= kLast; ++k) {
+    const std::string ts = Num(t0 + k * kStepS);
+    for (int e = 0; e < 2; ++e) {
+      const EngineState s = StateAt(e, k);
+      for (size_t i = 0; i < kBounds.size(); ++i) {
+        out += std::string(kTtft) + "_bucket{" + labels(e) + ",le=\"" + Num(kBounds[i]) + "\"} " +
+               Num(s.buckets[i]) + " " + ts + "\n";
+      }
+      out += std::string(kTtft) + "_bucket{" + labels(e) + ",le=\"+Inf\"} " + Num(s.count) + " " +
+             ts + "\n";
+      out += std::string(kTtft) + "_count{" + labels(e) + "} " + Num(s.count) + " " + ts + "\n";
+      out += std::string(kTtft) + "_sum{" + labels(e) + "} " + Num(s.sum) + " " + ts + "\n";
+    }
+  }
+  for (const char* name : {"vllm:prefix_cache_hits", "vllm:prefix_cache_queries"}) {
+    out += std::string("# TYPE ") + name + " counter\n";
+    for (int k = 0; k <= kLast; ++k) {
+      for (int e = 0; e < 2; ++e) {
+        const EngineState s = StateAt(e, k);
+        out += std::string(name) + "_total{" + labels(e) + "} " +
+               Num(std::string(name).ends_with("hits") ? s.hits : s.queries) + " " +
+               Num(t0 + k * kStepS) + "\n";
+      }
+    }
+  }
+  out += "# EOF\n";
+  return out;
+}
+
+class StatsPrometheusCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (::access(kPrometheus, X_OK) != 0 || ::access(kPromtool, X_OK) != 0) return;
+    // Whole seconds an hour ago: inside the default retention, clear of the head block.
+    t0_ = static_cast<double>(std::time(nullptr) / 60 * 60 - 3600);
+    dir_ = fs::temp_directory_path() / ("ttft_prom_it_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "data");
+    std::ofstream(dir_ / "data.om") << OpenMetrics(t0_);
+    std::ofstream(dir_ / "prometheus.yml") << "global:\n  scrape_interval: 15s\n";
+    const std::string backfill = std::string("timeout 60 ") + kPromtool +
+                                 " tsdb create-blocks-from openmetrics " +
+                                 (dir_ / "data.om").string() + " " + (dir_ / "data").string() +
+                                 " > " + (dir_ / "promtool.log").string() + " 2>&1";
+    if (std::system(backfill.c_str()) != 0) {
+      setup_error_ = "promtool backfill failed:\n" + Tail(dir_ / "promtool.log");
+      return;
+    }
+    // A port picked just before start may be taken meanwhile: try a few.
+    for (int attempt = 0; attempt < 3 && pid_ <= 0; ++attempt) {
+      port_ = FreePort();
+      if (port_ > 0 && Start()) {
+        if (!WaitReady()) Stop();
+      }
+    }
+    if (pid_ <= 0) setup_error_ = "prometheus did not become ready; log:\n" + Tail(Log());
+  }
+
+  static void TearDownTestSuite() {
+    Stop();
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  void SetUp() override {
+    if (::access(kPrometheus, X_OK) != 0 || ::access(kPromtool, X_OK) != 0) {
+      GTEST_SKIP() << kPrometheus << " or " << kPromtool
+                   << " is absent: install Debian's prometheus package (scripts/install-deps.sh) "
+                      "to test `ttft stats --prometheus` against a real server";
+    }
+    ASSERT_TRUE(setup_error_.empty()) << setup_error_;
+  }
+
+  static fs::path Log() { return dir_ / "prometheus.log"; }
+  static std::string Tail(const fs::path& p) {
+    std::ifstream in(p);
+    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return s.size() > 4000 ? s.substr(s.size() - 4000) : s;
+  }
+  static std::string Url() { return "http://127.0.0.1:" + std::to_string(port_); }
+  static double T(int k) { return t0_ + k * kStepS; }
+
+  static bool Start() {
+    const std::string cfg = "--config.file=" + (dir_ / "prometheus.yml").string();
+    const std::string data = "--storage.tsdb.path=" + (dir_ / "data").string();
+    const std::string listen = "--web.listen-address=127.0.0.1:" + std::to_string(port_);
+    const std::string log = Log().string();
+    const pid_t pid = ::fork();
+    if (pid < 0) return false;
+    if (pid == 0) {
+      // Child: async-signal-safe calls only, then exec.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      const char* argv[] = {kPrometheus,    cfg.c_str(),        data.c_str(),
+                            listen.c_str(), "--log.level=warn", nullptr};
+      ::execv(kPrometheus, const_cast<char* const*>(argv));
+      ::_exit(127);
+    }
+    pid_ = pid;
+    return true;
+  }
+
+  // Ready and serving the backfilled blocks, within 30 s.
+  static bool WaitReady() {
+    const auto t0 = Clock::now();
+    const std::string probe =
+        "/api/v1/query?query=" + UrlEncode(std::string("count(") + kTtft + "_count)") +
+        "&time=" + Num(T(kLast));
+    while (std::chrono::duration<double>(Clock::now() - t0).count() < 30) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;  // exited (e.g. port taken)
+        return false;
+      }
+      if (HttpGet(port_, "/-/ready").first == 200) {
+        auto [code, body] = HttpGet(port_, probe);
+        if (code == 200 && body.find("\"2\"") != std::string::npos) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
+  static void Stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 100; ++i) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  // Prometheus's own histogram_quantile over the increase between two sample times.
+  static double PromQuantile(double q, double t1, double t2, const std::string& matchers) {
+    const std::string sel = std::string(kTtft) + "_bucket{" + matchers + "}";
+    const std::string expr = "histogram_quantile(" + Num(q) + ", sum by (le) (" + sel + " @ " +
+                             Num(t2) + " - " + sel + " @ " + Num(t1) + "))";
+    auto [code, body] =
+        HttpGet(port_, "/api/v1/query?query=" + UrlEncode(expr) + "&time=" + Num(t2));
+    EXPECT_EQ(code, 200) << expr << ": " << body;
+    const json j = json::parse(body, nullptr, false);
+    if (j.is_discarded() || j["data"]["result"].size() != 1) {
+      ADD_FAILURE() << expr << ": " << body;
+      return std::nan("");
+    }
+    return std::stod(j["data"]["result"][0]["value"][1].get<std::string>());
+  }
+
+  // `ttft stats --prometheus` for [T(a), T(b)] as JSON.
+  static json Stats(int a, int b, const std::string& extra = "") {
+    RunResult r = RunTtft("stats --prometheus " + Url() + " --from " + Num(T(a)) + " --to " +
+                          Num(T(b)) + " --selector '{job=\"ttft_it\"}' --format json " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const json j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    return j.is_discarded() ? json::object() : j;
+  }
+
+  static inline fs::path dir_;
+  static inline pid_t pid_ = -1;
+  static inline int port_ = -1;
+  static inline double t0_ = 0;
+  static inline std::string setup_error_;
+};
+
+TEST_F(StatsPrometheusCli, WindowMatchesPrometheusHistogramQuantileAndExactCounts) {
+  const int a = 1, b = 4;
+  const json j = Stats(a, b);
+  ASSERT_EQ(j["groups"].size(), 1u) << j.dump();
+  const json& g = j["groups"][0];
+  SCOPED_TRACE(j.dump());
+  EXPECT_EQ(g["key"], json::object());
+  EXPECT_EQ(g["count"], 2 * (b - a) * kPerScrape);
+  EXPECT_EQ(j["skipped"], 0);
+  // hits / queries over both engines: (600 + 200) / 2000.
+  EXPECT_DOUBLE_EQ(g["prefix_cache_hit_rate"].get<double>(), 0.4);
+  EXPECT_NEAR(g["rate_rps"].get<double>(), 2.0 * (b - a) * kPerScrape / ((b - a) * kStepS), 1e-9);
+  const json& ttft = g["ttft_s"];
+  ASSERT_TRUE(ttft.is_object()) << g.dump();
+  EXPECT_NEAR(ttft["mean"].get<double>(), (12.5 + 55.0) / (2 * kPerScrape), 1e-12);
+  const std::pair<const char*, double> qs[] = {
+      {"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p999", 0.999}};
+  for (const auto& [key, q] : qs) {
+    SCOPED_TRACE(key);
+    const double prom = PromQuantile(q, T(a), T(b), "job=\"ttft_it\"");
+    EXPECT_NEAR(ttft[key].get<double>(), prom, 1e-9 * std::max(1.0, prom));
+    // The bucket the quantile falls in; an upper bound of +Inf is written as null.
+    const json& bounds = ttft["bucket_bounds"][key];
+    ASSERT_TRUE(bounds[0].is_number());
+    EXPECT_LE(bounds[0].get<double>(), ttft[key].get<double>());
+    if (q < 0.95) {
+      ASSERT_TRUE(bounds[1].is_number());
+      EXPECT_GE(bounds[1].get<double>(), ttft[key].get<double>());
+    } else {
+      EXPECT_TRUE(bounds[1].is_null());  // in the +Inf bucket
+    }
+  }
+  // Hand check: 600 observations, 180 <= 0.1, 300 <= 0.25, 450 <= 0.5, 570 <= 1:
+  // p50 (rank 300) = 0.25, p90 (rank 540) = 0.5 + 0.5 * (540 - 450) / (570 - 450).
+  EXPECT_NEAR(ttft["p50"].get<double>(), 0.25, 1e-12);
+  EXPECT_NEAR(ttft["p90"].get<double>(), 0.875, 1e-12);
+  // Quantiles above the highest finite bucket are that bound, and the output says so.
+  EXPECT_EQ(ttft["p99"].get<double>(), 1.0);
+  EXPECT_THAT(ttft["note"].get<std::string>(), ::testing::HasSubstr("highest finite bucket"));
+}
+
+TEST_F(StatsPrometheusCli, ByLabelSeparatesEnginesAndAResetIsCountedExactly) {
+  const json j = Stats(1, 4, "--by engine");
+  ASSERT_EQ(j["groups"].size(), 2u) << j.dump();
+  for (const json& g : j["groups"]) {
+    const std::string engine = g["key"]["engine"].get<std::string>();
+    SCOPED_TRACE(engine);
+    EXPECT_EQ(g["count"], 3 * kPerScrape);
+    EXPECT_DOUBLE_EQ(g["prefix_cache_hit_rate"].get<double>(), engine == "0" ? 0.6 : 0.2);
+    const double prom = PromQuantile(0.99, T(1), T(4), "job=\"ttft_it\",engine=\"" + engine + "\"");
+    EXPECT_NEAR(g["ttft_s"]["p99"].get<double>(), prom, 1e-9);
+  }
+  // Engine 1 restarts before scrape kReset. With a step no longer than the scrape
+  // interval every sample is seen, so the window holds exactly the observations made
+  // (a plain difference of the edges would be negative for engine 1).
+  const json r = Stats(kReset - 2, kLast, "--by engine --step 5");
+  ASSERT_EQ(r["groups"].size(), 2u) << r.dump();
+  for (const json& g : r["groups"]) {
+    SCOPED_TRACE(g.dump());
+    EXPECT_EQ(g["count"], (kLast - (kReset - 2)) * kPerScrape);
+  }
+}
+
+TEST_F(StatsPrometheusCli, MissingSeriesAndServerDownAreClearErrors) {
+  RunResult none = RunTtft("stats --prometheus " + Url() + " --from " + Num(T(1)) + " --to " +
+                           Num(T(4)) + " --selector '{job=\"no_such_job\"}'");
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_THAT(none.err, ::testing::HasSubstr("no_such_job"));
+  // A port nobody listens on: Unavailable (exit 69) after bounded retries.
+  const int down = FreePort();
+  ASSERT_GT(down, 0);
+  RunResult r = RunTtft("stats --prometheus http://127.0.0.1:" + std::to_string(down) + " --from " +
+                        Num(T(1)) + " --to " + Num(T(4)) + " --timeout 1");
+  EXPECT_EQ(r.exit_code, 69) << r.err;
+  EXPECT_THAT(r.err, ::testing::HasSubstr("cannot connect"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("127.0.0.1:" + std::to_string(down)));
+  EXPECT_LT(r.seconds, 20);
+}
+
+}  // namespace
