@@ -94,8 +94,8 @@ class FieldTable {
       }
     }
   }
-  // Index into entries(), or -1.
-  int Lookup(std::string_view key, size_t& cursor) const {
+  // Index into entries(), or -1. Inlined: it runs for every key of every line.
+  [[gnu::always_inline]] int Lookup(std::string_view key, size_t& cursor) const {
     if (cursor < entries_.size() && Equal(entries_[cursor].source, key))
       return static_cast<int>(cursor++);
     for (size_t i = 0; i < entries_.size(); ++i) {
@@ -115,7 +115,7 @@ class FieldTable {
 
  private:
   // Inline word compares: keys are short, and a memcmp call per key showed in profiles.
-  static bool Equal(const std::string& a, std::string_view b) {
+  [[gnu::always_inline]] static bool Equal(const std::string& a, std::string_view b) {
     const size_t n = b.size();
     if (a.size() != n) return false;
     const char* x = a.data();
@@ -412,7 +412,7 @@ class FastScanner {
  public:
   FastScanner(const char* p, size_t len) : cur_(p), end_(p + len) {}
 
-  void SkipSpace() {
+  [[gnu::always_inline]] void SkipSpace() {
     while (cur_ < end_ && IsJsonSpace(*cur_)) ++cur_;
   }
   bool Consume(char c) {
