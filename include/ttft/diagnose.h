@@ -208,6 +208,11 @@ struct Decomposition {
 struct GroupRow {
   std::string value;
   std::string parent;  // replica rows: the replica's region
+  // Every count, rate and mean, and of the quantiles only ttft_s.p99, itl_max_p99_s,
+  // prompt_tokens_p99 and prefill_s_per_1k_uncached: the others (TTFT p50/p90, queue,
+  // prefill and front-end terms, ITL p50, prompt p50, output p99) are NaN when the
+  // split has several values: no rule reads them, and a diagnosis of 10 M spans spent
+  // a fifth of its time on them.
   WindowStats before, after;
   double share_before = 0, share_after = 0;  // of the window's requests
   // Contribution to the tail increase: the group's excess incident requests above

@@ -159,6 +159,7 @@ std::vector<int> GroupOfSet(const SpanTable& t, SpanLabel label, std::map<std::s
 struct GroupRows {
   std::vector<std::vector<uint32_t>> before, after;
   std::vector<std::string> names;
+  std::vector<int> group_of_set_a, group_of_set_b;  // label set -> group, per table
 };
 
 GroupRows SplitRows(const SpanTable* ta, const std::vector<uint32_t>& rows_a, const SpanTable* tb,
@@ -176,6 +177,8 @@ GroupRows SplitRows(const SpanTable* ta, const std::vector<uint32_t>& rows_a, co
   if (tb) {
     for (uint32_t r : rows_b) g.after[static_cast<size_t>(gb[tb->label_set()[r]])].push_back(r);
   }
+  g.group_of_set_a = std::move(ga);
+  g.group_of_set_b = std::move(gb);
   return g;
 }
 
@@ -296,11 +299,13 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
   const DiagnoseOptions& opt = in.options;
 
   std::vector<uint32_t> rows_a, rows_b;
+  diag::StatsScratch scratch;  // shared by the two windows' stats
   if (has_spans) {
     rows_a = RowsIn(A);
     rows_b = RowsIn(B);
-    rep.baseline = ComputeWindowStats(*A.table, rows_a, A.from_s, A.to_s);
-    rep.incident = ComputeWindowStats(*B.table, rows_b, B.from_s, B.to_s);
+    rep.baseline = diag::ComputeWindowStats(*A.table, rows_a, A.from_s, A.to_s, scratch);
+    rep.incident = diag::ComputeWindowStats(*B.table, rows_b, B.from_s, B.to_s, scratch);
+    scratch = {};  // the groups below keep their own buffers
     if (has_metrics) {
       auto ma = WindowStatsFromMetrics(in.baseline_snapshots, A.from_s, A.to_s);
       auto mb = WindowStatsFromMetrics(in.incident_snapshots, B.from_s, B.to_s);
@@ -414,6 +419,14 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
     const double frac_all = ok_a > 0 ? static_cast<double>(above_a_all) / ok_a : 0.01;
     for (SpanLabel label : kDimensions) {
       GroupRows g = SplitRows(A.table, rows_a, B.table, rows_b, label);
+      // Every group's stats in one pass per window (not one strided gather per group).
+      std::vector<diag::GroupStats> stats_a, stats_b;
+      if (g.names.size() > 1) {
+        stats_a = diag::ComputeGroupStats(*A.table, rows_a, g.group_of_set_a, g.names.size(),
+                                          A.from_s, A.to_s, thr);
+        stats_b = diag::ComputeGroupStats(*B.table, rows_b, g.group_of_set_b, g.names.size(),
+                                          B.from_s, B.to_s, thr);
+      }
       GroupSplit split;
       split.dimension = std::string(ToString(label));
       double pos_excess = 0;
@@ -426,12 +439,18 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
           const SpanTable* t = g.after[i].empty() ? A.table : B.table;
           if (!any.empty()) row.parent = std::string(t->label(any.front(), SpanLabel::kRegion));
         }
+        int64_t above_b = 0, above_a = 0;
         if (g.names.size() == 1) {
           row.before = rep.baseline;
           row.after = rep.incident;
+          int64_t ok_unused = 0;
+          above_b = CountAbove(*A.table, g.before[i], thr, &ok_unused);
+          above_a = CountAbove(*B.table, g.after[i], thr, &ok_unused);
         } else {
-          row.before = ComputeWindowStats(*A.table, g.before[i], A.from_s, A.to_s);
-          row.after = ComputeWindowStats(*B.table, g.after[i], B.from_s, B.to_s);
+          row.before = std::move(stats_a[i].stats);
+          row.after = std::move(stats_b[i].stats);
+          above_b = stats_a[i].above;
+          above_a = stats_b[i].above;
         }
         row.share_before = rep.baseline.requests > 0
                                ? static_cast<double>(row.before.requests) / rep.baseline.requests
@@ -439,9 +458,7 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
         row.share_after = rep.incident.requests > 0
                               ? static_cast<double>(row.after.requests) / rep.incident.requests
                               : 0;
-        int64_t okb = 0, oka = 0;
-        const int64_t above_b = CountAbove(*A.table, g.before[i], thr, &okb);
-        const int64_t above_a = CountAbove(*B.table, g.after[i], thr, &oka);
+        const int64_t okb = row.before.ok, oka = row.after.ok;
         const double frac = okb >= 20 ? static_cast<double>(above_b) / okb : frac_all;
         row.tail_excess = static_cast<double>(above_a) - static_cast<double>(oka) * frac;
         pos_excess += std::max(0.0, row.tail_excess);

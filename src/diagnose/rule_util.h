@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "ttft/diagnose.h"
 
@@ -63,6 +65,41 @@ const GroupRow* TopRow(const GroupSplit* split, Pred pred) {
   }
   return best;
 }
+
+// The state of ComputeWindowStats' pass over a window's rows, reusable: a diagnosis
+// computes many windows, and fresh multi-MB vectors would page-fault in on every call.
+struct StatsScratch {
+  std::vector<float> ttft, queue, prefill, fe, itl, itl_max;
+  std::vector<int32_t> prompt, output;
+  std::vector<double> per_token;
+  std::vector<char> set_seen;
+  int64_t requests = 0, ok = 0, errors = 0, rejected_too_long = 0;
+  int64_t cached_n = 0, output_n = 0, preempt_sum = 0, preempt_n = 0;
+  double prompt_sum = 0, cached_sum = 0, hit_prompt_sum = 0, output_sum = 0, e2e_sum = 0;
+  double above_threshold = kMissing;  // ok rows with ttft above it are counted in `above`
+  int64_t above = 0;
+  bool lean = false;  // only the figures group rows carry (GroupRow in ttft/diagnose.h)
+  void Reset(size_t label_sets, size_t expected_rows, double threshold, bool lean_stats);
+};
+
+// ttft::ComputeWindowStats with caller-owned buffers (identical results).
+WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> rows, double from_s,
+                               double to_s, StatsScratch& scratch);
+
+// The stats of every group of a window, and its ok requests with ttft > `threshold`.
+struct GroupStats {
+  WindowStats stats;
+  int64_t above = 0;
+};
+
+// Statistics of all the groups of a window in ONE pass over `rows`, each row going to
+// group group_of_set[label set] in [0, groups): the columns are read in order instead
+// of gathered once per group (a group's rows are spread over the whole table). Each
+// group's figures equal ComputeWindowStats' on its rows, except the quantiles GroupRow
+// documents as not computed (NaN).
+std::vector<GroupStats> ComputeGroupStats(const SpanTable& t, std::span<const uint32_t> rows,
+                                          std::span<const int> group_of_set, size_t groups,
+                                          double from_s, double to_s, double threshold);
 
 // Registered rule factories (one per file).
 std::unique_ptr<HypothesisRule> MakePrefixCacheCollapseRule();

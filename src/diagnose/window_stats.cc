@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "diagnose/rule_util.h"
 #include "ttft/diagnose.h"
 
 namespace ttft {
@@ -38,16 +39,55 @@ void AddSpanToTable(const Span& s, SpanTable& table) {
 
 namespace {
 
+// Exact type-7 quantiles (the definition of ttft::Quantile) of `v` at `qs`, which must
+// be ascending, into `out`; NaN for an empty `v`. Reorders `v`. Each selection runs on
+// what lies above the previous one (p50 on n values, p90 on the upper half, p99 on the
+// top tenth), and on the column's own type: float and int32 order statistics converted
+// to double are exactly those of the double copies ttft::Quantile would sort, and the
+// interpolation is the same expression, so the results are bit-identical.
+template <typename T>
+void SelectQuantiles(std::vector<T>& v, std::span<const double> qs, double* out) {
+  size_t first = 0;  // [first, n) holds the values not yet placed
+  const size_t n = v.size();
+  for (size_t i = 0; i < qs.size(); ++i) {
+    if (n == 0) {
+      out[i] = kMissing;
+      continue;
+    }
+    const double h = (static_cast<double>(n) - 1) * std::clamp(qs[i], 0.0, 1.0);
+    const size_t lo = static_cast<size_t>(std::floor(h));
+    const auto b = v.begin();
+    if (lo >= first) {
+      std::nth_element(b + static_cast<std::ptrdiff_t>(first), b + static_cast<std::ptrdiff_t>(lo),
+                       v.end());
+      first = lo;
+    }
+    const double a = static_cast<double>(v[lo]);
+    if (lo + 1 >= n || h == static_cast<double>(lo)) {
+      out[i] = a;
+      continue;
+    }
+    // The next order statistic is the minimum of what lies above.
+    const double next =
+        static_cast<double>(*std::min_element(b + static_cast<std::ptrdiff_t>(lo) + 1, v.end()));
+    out[i] = a + (h - static_cast<double>(lo)) * (next - a);
+  }
+}
+
 constexpr std::array<double, 3> kTermQs = {0.5, 0.9, 0.99};
 
-TermQuantiles TermsOf(std::vector<double>& v) {
-  TermQuantiles t;
-  if (v.empty()) return t;
-  const std::vector<double> q = Quantiles(v, kTermQs);
-  t.p50 = q[0];
-  t.p90 = q[1];
-  t.p99 = q[2];
-  return t;
+template <typename T>
+TermQuantiles TermsOf(std::vector<T>& v) {
+  std::array<double, 3> q;
+  SelectQuantiles(v, kTermQs, q.data());
+  return {q[0], q[1], q[2]};
+}
+
+template <typename T>
+double QuantileOf(std::vector<T>& v, double q) {
+  double out;
+  SelectQuantiles(v, std::span<const double>(&q, 1), &out);
+  return out;
 }
 
 double Mean(double sum, int64_t n) { return n > 0 ? sum / static_cast<double>(n) : kMissing; }
@@ -56,102 +96,169 @@ double Mean(double sum, int64_t n) { return n > 0 ? sum / static_cast<double>(n)
 
 WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> rows, double from_s,
                                double to_s) {
+  diag::StatsScratch scratch;
+  return diag::ComputeWindowStats(t, rows, from_s, to_s, scratch);
+}
+
+namespace diag {
+namespace {
+
+// Adds row `r` of `t` to `a` (the body of ComputeWindowStats' pass over its rows).
+inline void Accumulate(const SpanTable& t, uint32_t r, StatsScratch& a) {
+  ++a.requests;
+  const int16_t pre = t.preemptions()[r];
+  if (pre >= 0) {
+    a.preempt_sum += pre;
+    ++a.preempt_n;
+  }
+  const RequestStatus st = t.status()[r];
+  if (st != RequestStatus::kOk) {
+    ++a.errors;
+    if (st == RequestStatus::kRejectedTooLong) ++a.rejected_too_long;
+    return;
+  }
+  ++a.ok;
+  a.set_seen[t.label_set()[r]] = 1;
+  const float ttft = t.ttft_s()[r], queue = t.queue_s()[r], prefill = t.prefill_s()[r],
+              fe = t.front_end_s()[r], itl = t.itl_mean_s()[r], itl_max = t.itl_max_s()[r],
+              e2e = t.e2e_s()[r];
+  if (!std::isnan(ttft)) {
+    a.ttft.push_back(ttft);
+    if (ttft > a.above_threshold) ++a.above;
+  }
+  if (!a.lean) {
+    if (!std::isnan(queue)) a.queue.push_back(queue);
+    if (!std::isnan(prefill)) a.prefill.push_back(prefill);
+    if (!std::isnan(fe)) a.fe.push_back(fe);
+    if (!std::isnan(itl)) a.itl.push_back(itl);
+  }
+  if (!std::isnan(itl_max)) a.itl_max.push_back(itl_max);
+  if (!std::isnan(e2e)) a.e2e_sum += e2e;
+  const int32_t prompt = t.prompt_tokens()[r], cached = t.cached_tokens()[r],
+                output = t.output_tokens()[r];
+  if (prompt >= 0) {
+    a.prompt.push_back(prompt);
+    a.prompt_sum += prompt;
+    if (cached >= 0) {
+      a.cached_sum += cached;
+      a.hit_prompt_sum += prompt;
+      ++a.cached_n;
+      const int64_t uncached = prompt - cached;
+      if (uncached >= 256 && !std::isnan(prefill)) {
+        a.per_token.push_back(prefill * 1000.0 / static_cast<double>(uncached));
+      }
+    }
+  }
+  if (output >= 0) {
+    if (!a.lean) a.output.push_back(output);
+    a.output_sum += output;
+    ++a.output_n;
+  }
+}
+
+WindowStats Finish(const SpanTable& t, double from_s, double to_s, StatsScratch& a) {
   WindowStats w;
   w.from_s = from_s;
   w.to_s = to_s;
-  const auto ttft = t.ttft_s();
-  const auto queue = t.queue_s();
-  const auto prefill = t.prefill_s();
-  const auto fe = t.front_end_s();
-  const auto itl = t.itl_mean_s();
-  const auto itl_max = t.itl_max_s();
-  const auto e2e = t.e2e_s();
-  const auto prompt = t.prompt_tokens();
-  const auto cached = t.cached_tokens();
-  const auto output = t.output_tokens();
-  const auto preempt = t.preemptions();
-  const auto status = t.status();
-  const auto sets = t.label_set();
-
-  std::vector<double> v_ttft, v_queue, v_prefill, v_fe, v_itl, v_itl_max, v_prompt, v_output,
-      v_per_token;
-  for (auto* v : {&v_ttft, &v_queue, &v_prefill, &v_fe, &v_prompt}) v->reserve(rows.size());
-  std::vector<char> set_seen(t.num_label_sets(), 0);
-  double prompt_sum = 0, cached_sum = 0, hit_prompt_sum = 0, output_sum = 0, e2e_sum = 0;
-  int64_t cached_n = 0, output_n = 0, preempt_sum = 0, preempt_n = 0;
-  for (uint32_t r : rows) {
-    ++w.requests;
-    if (preempt[r] >= 0) {
-      preempt_sum += preempt[r];
-      ++preempt_n;
-    }
-    if (status[r] != RequestStatus::kOk) {
-      ++w.errors;
-      if (status[r] == RequestStatus::kRejectedTooLong) ++w.rejected_too_long;
-      continue;
-    }
-    ++w.ok;
-    set_seen[sets[r]] = 1;
-    if (!std::isnan(ttft[r])) v_ttft.push_back(ttft[r]);
-    if (!std::isnan(queue[r])) v_queue.push_back(queue[r]);
-    if (!std::isnan(prefill[r])) v_prefill.push_back(prefill[r]);
-    if (!std::isnan(fe[r])) v_fe.push_back(fe[r]);
-    if (!std::isnan(itl[r])) v_itl.push_back(itl[r]);
-    if (!std::isnan(itl_max[r])) v_itl_max.push_back(itl_max[r]);
-    if (!std::isnan(e2e[r])) e2e_sum += e2e[r];
-    if (prompt[r] >= 0) {
-      v_prompt.push_back(prompt[r]);
-      prompt_sum += prompt[r];
-      if (cached[r] >= 0) {
-        cached_sum += cached[r];
-        hit_prompt_sum += prompt[r];
-        ++cached_n;
-        const int64_t uncached = prompt[r] - cached[r];
-        if (uncached >= 256 && !std::isnan(prefill[r])) {
-          v_per_token.push_back(prefill[r] * 1000.0 / static_cast<double>(uncached));
-        }
-      }
-    }
-    if (output[r] >= 0) {
-      v_output.push_back(output[r]);
-      output_sum += output[r];
-      ++output_n;
-    }
-  }
+  w.requests = a.requests;
+  w.ok = a.ok;
+  w.errors = a.errors;
+  w.rejected_too_long = a.rejected_too_long;
   const double len = to_s - from_s;
   w.request_rate_rps = len > 0 ? static_cast<double>(w.requests) / len : kMissing;
   w.error_rate =
       w.requests > 0 ? static_cast<double>(w.errors) / static_cast<double>(w.requests) : kMissing;
-  w.ttft_s = TermsOf(v_ttft);
-  w.queue_s = TermsOf(v_queue);
-  w.prefill_s = TermsOf(v_prefill);
-  w.front_end_s = TermsOf(v_fe);
-  w.itl_p50_s = Quantile(v_itl, 0.5);
-  w.itl_max_p99_s = Quantile(v_itl_max, 0.99);
-  w.prefix_cache_hit_rate = hit_prompt_sum > 0 ? cached_sum / hit_prompt_sum : kMissing;
-  w.cached_tokens_mean = Mean(cached_sum, cached_n);
-  w.uncached_tokens_mean = cached_n > 0 ? (hit_prompt_sum - cached_sum) / cached_n : kMissing;
-  w.prompt_tokens_mean = Mean(prompt_sum, static_cast<int64_t>(v_prompt.size()));
-  if (!v_prompt.empty()) {
-    const std::vector<double> q = Quantiles(v_prompt, std::array<double, 2>{0.5, 0.99});
+  if (a.lean) {
+    w.ttft_s.p99 = QuantileOf(a.ttft, 0.99);
+  } else {
+    w.ttft_s = TermsOf(a.ttft);
+    w.queue_s = TermsOf(a.queue);
+    w.prefill_s = TermsOf(a.prefill);
+    w.front_end_s = TermsOf(a.fe);
+    w.itl_p50_s = QuantileOf(a.itl, 0.5);
+  }
+  w.itl_max_p99_s = QuantileOf(a.itl_max, 0.99);
+  w.prefix_cache_hit_rate = a.hit_prompt_sum > 0 ? a.cached_sum / a.hit_prompt_sum : kMissing;
+  w.cached_tokens_mean = Mean(a.cached_sum, a.cached_n);
+  w.uncached_tokens_mean =
+      a.cached_n > 0 ? (a.hit_prompt_sum - a.cached_sum) / a.cached_n : kMissing;
+  w.prompt_tokens_mean = Mean(a.prompt_sum, static_cast<int64_t>(a.prompt.size()));
+  if (a.lean) {
+    w.prompt_tokens_p99 = QuantileOf(a.prompt, 0.99);
+  } else if (!a.prompt.empty()) {
+    std::array<double, 2> q;
+    SelectQuantiles(a.prompt, std::array<double, 2>{0.5, 0.99}, q.data());
     w.prompt_tokens_p50 = q[0];
     w.prompt_tokens_p99 = q[1];
   }
-  w.output_tokens_mean = Mean(output_sum, output_n);
-  w.output_tokens_p99 = Quantile(v_output, 0.99);
-  w.preemptions_per_request = Mean(static_cast<double>(preempt_sum), preempt_n);
-  w.prefill_s_per_1k_uncached = Quantile(v_per_token, 0.5);
-  w.concurrency = len > 0 && w.ok > 0 ? e2e_sum / len : kMissing;
+  w.output_tokens_mean = Mean(a.output_sum, a.output_n);
+  if (!a.lean) w.output_tokens_p99 = QuantileOf(a.output, 0.99);
+  w.preemptions_per_request = Mean(static_cast<double>(a.preempt_sum), a.preempt_n);
+  w.prefill_s_per_1k_uncached = QuantileOf(a.per_token, 0.5);
+  w.concurrency = len > 0 && w.ok > 0 ? a.e2e_sum / len : kMissing;
   // Distinct replicas among the label sets seen.
   std::vector<std::string_view> replicas;
-  for (size_t s = 0; s < set_seen.size(); ++s) {
-    if (set_seen[s])
+  for (size_t s = 0; s < a.set_seen.size(); ++s) {
+    if (a.set_seen[s])
       replicas.push_back(t.label_of_set(static_cast<uint32_t>(s), SpanLabel::kReplica));
   }
   std::sort(replicas.begin(), replicas.end());
   w.replicas = std::unique(replicas.begin(), replicas.end()) - replicas.begin();
   return w;
 }
+
+}  // namespace
+
+void StatsScratch::Reset(size_t label_sets, size_t expected_rows, double threshold,
+                         bool lean_stats) {
+  lean = lean_stats;
+  for (auto* v : {&ttft, &queue, &prefill, &fe, &itl, &itl_max}) v->clear();
+  prompt.clear();
+  output.clear();
+  // Room for every row in the columns this pass fills.
+  for (auto* v : {&ttft, &itl_max}) v->reserve(expected_rows);
+  prompt.reserve(expected_rows);
+  if (!lean) {
+    for (auto* v : {&queue, &prefill, &fe, &itl}) v->reserve(expected_rows);
+    output.reserve(expected_rows);
+  }
+  per_token.clear();
+  set_seen.assign(label_sets, 0);
+  requests = ok = errors = rejected_too_long = 0;
+  cached_n = output_n = preempt_sum = preempt_n = 0;
+  prompt_sum = cached_sum = hit_prompt_sum = output_sum = e2e_sum = 0;
+  above_threshold = threshold;
+  above = 0;
+}
+
+WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> rows, double from_s,
+                               double to_s, StatsScratch& sc) {
+  sc.Reset(t.num_label_sets(), rows.size(), kMissing, /*lean_stats=*/false);
+  for (uint32_t r : rows) Accumulate(t, r, sc);
+  return Finish(t, from_s, to_s, sc);
+}
+
+std::vector<GroupStats> ComputeGroupStats(const SpanTable& t, std::span<const uint32_t> rows,
+                                          std::span<const int> group_of_set, size_t groups,
+                                          double from_s, double to_s, double threshold) {
+  const auto sets = t.label_set();
+  std::vector<size_t> n(groups, 0);  // reserving exactly saves regrowing copies
+  for (uint32_t r : rows) ++n[static_cast<size_t>(group_of_set[sets[r]])];
+  std::vector<StatsScratch> acc(groups);
+  for (size_t g = 0; g < groups; ++g) {
+    acc[g].Reset(t.num_label_sets(), n[g], threshold, /*lean_stats=*/true);
+  }
+  for (uint32_t r : rows) Accumulate(t, r, acc[static_cast<size_t>(group_of_set[sets[r]])]);
+  std::vector<GroupStats> out(groups);
+  for (size_t g = 0; g < groups; ++g) {
+    out[g].above = acc[g].above;
+    out[g].stats = Finish(t, from_s, to_s, acc[g]);
+    acc[g] = StatsScratch{};  // release as we go
+  }
+  return out;
+}
+
+}  // namespace diag
 
 namespace {
 
