@@ -240,7 +240,11 @@ std::vector<MetricSnapshot> SnapshotsCovering(const std::vector<MetricSnapshot>&
     if (s.timestamp_s < from) before = &s;
     if (s.timestamp_s >= from && s.timestamp_s <= to) out.push_back(s);
   }
-  if (before != nullptr) out.insert(out.begin(), *before);
+  // A scrape exactly at `from` is the starting point; an earlier one would add the
+  // previous interval's requests to the window.
+  if (before != nullptr && (out.empty() || out.front().timestamp_s > from)) {
+    out.insert(out.begin(), *before);
+  }
   return out;
 }
 

@@ -62,7 +62,8 @@ std::string SymptomColumnText(const WindowSymptoms& w);
 Result<SimulationResult> RunWithProgress(const Scenario& sc, SimulationSink& sink, bool quiet);
 
 // The snapshots covering [from, to]: those inside, plus the last one before `from`
-// (the counters' starting point). REQUIRES: `all` sorted by time.
+// (the counters' starting point) unless one lies exactly at `from`. REQUIRES: `all`
+// sorted by time.
 std::vector<MetricSnapshot> SnapshotsCovering(const std::vector<MetricSnapshot>& all, double from,
                                               double to);
 
