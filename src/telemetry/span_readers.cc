@@ -537,7 +537,7 @@ bool FastInt(const FastValue& v, int64_t& out) {
 // out of range.
 bool FastDouble(const FastValue& v, double& out) {
   const size_t digits = v.integer.size() + v.fraction.size();
-  const int exp10 = v.exp10 - static_cast<int>(v.fraction.size());
+  const int exp10 = digits <= 15 ? v.exp10 - static_cast<int>(v.fraction.size()) : 0;
   if (digits <= 15 && exp10 >= -22 && exp10 <= 22) {
     // Clinger's fast path: under 10^15 < 2^53 the mantissa is exact, and so is
     // 10^|exp10|, so one IEEE operation rounds once, correctly.
