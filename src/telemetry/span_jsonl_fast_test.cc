@@ -156,6 +156,10 @@ TEST(SpanJsonlFastPath, NumbersRoundExactlyAsSimdjson) {
                                       "1.2.3",
                                       "--1",
                                       "1e5.5",
+                                      "0.44444444444444444444",
+                                      "44444444444444444444",
+                                      "0.12345678901234567890123",
+                                      "4.4444444444444444444e-3",
                                       "Infinity",
                                       "NaN",
                                       "\"0.5\"",
@@ -189,6 +193,22 @@ TEST(SpanJsonlFastPath, NumbersRoundExactlyAsSimdjson) {
   SpanReadOptions o;
   o.detect_duplicates = false;  // every line has the same request_id
   ExpectSame(data, o);
+}
+
+// simdjson 3.0.1's On-Demand get_double reads "0.44444444444444444444" as 0.0755 (the
+// differential fuzzer found it); both paths must give the correctly rounded value.
+TEST(SpanJsonlFastPath, LongNumbersAreReadCorrectlyOnBothPaths) {
+  for (bool fast : {false, true}) {
+    SpanTable t;
+    ReadReport r;
+    ASSERT_TRUE(internal::ParseSpansWithFastPath(
+                    "{\"ttft_s\":0.44444444444444444444,\"arrival_s\":0.44444444444444444444}\n",
+                    "mem", {}, t, r, fast)
+                    .ok());
+    ASSERT_EQ(t.size(), 1u) << r.Summary();
+    EXPECT_EQ(t.arrival_s()[0], 0.4444444444444444) << "fast path " << fast;
+    EXPECT_EQ(t.ttft_s()[0], 0.4444444444444444f) << "fast path " << fast;
+  }
 }
 
 TEST(SpanJsonlFastPath, UnusualButValidAndInvalidObjects) {

@@ -650,6 +650,20 @@ class JsonlParser final : public LineParser {
     return true;
   }
 
+  // simdjson 3.0.1's On-Demand get_double misreads some numbers whose digits overflow
+  // 64 bits ("0.44444444444444444444" gives 0.0755; its DOM parser is right; found by
+  // the differential fuzzer). A validated number token with 19 or more digits is read
+  // again with std::from_chars, which rounds correctly; `d` is returned otherwise.
+  static double RereadLongNumber(std::string_view token, double d) {
+    while (!token.empty() && IsJsonSpace(token.back())) token.remove_suffix(1);
+    size_t digits = 0;
+    for (char c : token) digits += IsDigit(c) ? 1 : 0;
+    if (digits < 19) return d;
+    double exact;
+    const auto res = std::from_chars(token.data(), token.data() + token.size(), exact);
+    return res.ec == std::errc() && res.ptr == token.data() + token.size() ? exact : d;
+  }
+
   // A string value as a view: straight into the input when it has no escapes (the
   // common case: no copy), else unescaped into the parser's buffer.
   static simdjson::error_code GetString(od::value& v, std::string_view& out) {
@@ -709,6 +723,7 @@ class JsonlParser final : public LineParser {
           }
           continue;
         }
+        const std::string_view token = v.raw_json_token();
         if ((e = v.get_double().get(d))) {
           if (e == simdjson::INCORRECT_TYPE) {
             err = fmt::format("{}: expected a number", entry.source);
@@ -716,7 +731,7 @@ class JsonlParser final : public LineParser {
           }
           return e;
         }
-        *DoubleSlot(r, f) = d * entry.scale;
+        *DoubleSlot(r, f) = RereadLongNumber(token, d) * entry.scale;
       } else if (IsInt(f)) {
         if (type != od::json_type::number) {
           err = fmt::format("{}: expected an integer", entry.source);
@@ -726,7 +741,9 @@ class JsonlParser final : public LineParser {
         auto ie = v.get_int64().get(i);
         if (ie) {
           double d;
+          const std::string_view token = v.raw_json_token();
           if ((e = v.get_double().get(d))) return e;
+          d = RereadLongNumber(token, d);
           if (d != std::floor(d) || std::fabs(d) > 9e15) {
             err = fmt::format("{}: expected an integer, got {}", entry.source, d);
             continue;
