@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -101,7 +102,8 @@ Status EngineConfig::Validate() const {
 
 class Replica::BlockPool {
  public:
-  explicit BlockPool(int64_t n) : blocks_(static_cast<size_t>(n)) {
+  explicit BlockPool(int64_t n)
+      : blocks_(static_cast<size_t>(n)), queue_(2 * static_cast<size_t>(n) + kSweepSlack + 1) {
     // Initially every block is free, in id order (FreeKVCacheBlockQueue.__init__).
     for (int32_t i = 0; i < static_cast<int32_t>(n); ++i) PushBack(i);
     cached_.reserve(static_cast<size_t>(n));
@@ -206,7 +208,8 @@ class Replica::BlockPool {
   Status Check(const std::vector<int32_t>& expected_refs) const {
     int64_t live = 0;
     std::vector<int> seen(blocks_.size(), 0);
-    for (const Entry& e : queue_) {
+    for (size_t k = 0; k < queue_.size(); ++k) {
+      const Entry& e = queue_[k];
       const Block& b = blocks_[e.id];
       if (!b.free || b.stamp != e.stamp) continue;
       if (b.ref != 0) return Status::Internal(fmt::format("block {} free with ref", e.id));
@@ -241,6 +244,7 @@ class Replica::BlockPool {
     bool hashed = false;  // holds `hash` and can be hit
     bool shared = false;  // reachable through the map (else only by its own request)
   };
+  static constexpr size_t kSweepSlack = 1024;
   // The LRU free queue (FreeKVCacheBlockQueue) as a FIFO with lazy deletion: a
   // touched block's entry stays behind and is skipped when it reaches the front.
   // Pops read sequential memory, where a linked list chased pointers through the
@@ -256,16 +260,14 @@ class Replica::BlockPool {
     b.free = true;
     queue_.push_back({id, b.stamp});
     ++num_free_;
-    if (queue_.size() > 2 * blocks_.size() + 1024) SweepQueue();
+    if (queue_.size() > 2 * blocks_.size() + kSweepSlack) SweepQueue();
   }
 
   void SweepQueue() {
-    std::deque<Entry> live;
-    for (const Entry& e : queue_) {
+    queue_.KeepIf([this](const Entry& e) {
       const Block& b = blocks_[e.id];
-      if (b.free && b.stamp == e.stamp) live.push_back(e);
-    }
-    queue_.swap(live);
+      return b.free && b.stamp == e.stamp;
+    });
   }
 
   // Drops dead entries. Amortised O(1) per insertion: it runs only when the map
@@ -278,7 +280,38 @@ class Replica::BlockPool {
   }
 
   std::vector<Block> blocks_;
-  std::deque<Entry> queue_;
+  // A FIFO in a fixed power-of-two ring: the sweep bounds its length, so it never
+  // grows, and push and pop are an index and a mask (no node allocation as in std::deque).
+  class EntryRing {
+   public:
+    explicit EntryRing(size_t min_capacity)
+        : buf_(std::bit_ceil(min_capacity)), mask_(buf_.size() - 1) {}
+    size_t size() const { return static_cast<size_t>(tail_ - head_); }
+    const Entry& operator[](size_t i) const { return buf_[(head_ + i) & mask_]; }
+    const Entry& front() const { return buf_[head_ & mask_]; }
+    void pop_front() { ++head_; }
+    // REQUIRES: size() < capacity (the sweep keeps it so).
+    void push_back(const Entry& e) {
+      assert(size() < buf_.size());
+      buf_[tail_++ & mask_] = e;
+    }
+    // Keeps the entries for which keep(e) is true, in order.
+    template <typename Keep>
+    void KeepIf(Keep keep) {
+      uint64_t w = head_;
+      for (uint64_t r = head_; r != tail_; ++r) {
+        const Entry e = buf_[r & mask_];
+        if (keep(e)) buf_[w++ & mask_] = e;
+      }
+      tail_ = w;
+    }
+
+   private:
+    std::vector<Entry> buf_;
+    size_t mask_;
+    uint64_t head_ = 0, tail_ = 0;
+  };
+  EntryRing queue_;
   int64_t num_free_ = 0;
   // Open addressing (Abseil's SwissTable): this map is the simulator's hottest
   // structure, probed once per prompt block on lookup and on caching.

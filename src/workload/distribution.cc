@@ -136,15 +136,33 @@ void ComputeBlockHashes(const std::vector<PromptPiece>& pieces, int block_size, 
                         std::vector<uint64_t>& out) {
   out.clear();
   if (block_size <= 0) return;
+  int64_t total = 0;
+  for (const PromptPiece& p : pieces) total += std::max<int32_t>(0, p.tokens);
+  out.reserve(static_cast<size_t>(total / block_size));
+  // The hashed words of one block: parent, [salt,] then (key, offset, take) per piece
+  // it overlaps. Most blocks overlap one or two pieces; the buffer grows for more.
+  // The bytes hashed are the same whatever the buffer, so hashes are stable.
+  constexpr size_t kInline = 2 + 3 * 8;
+  uint64_t inline_buf[kInline];
+  std::vector<uint64_t> heap_buf;
   // The parent of block 0: a fixed constant, as vLLM's NONE_HASH is within one run.
   uint64_t parent = 0x9e3779b97f4a7c15ULL;
-  std::vector<uint64_t> buf;
   size_t piece = 0;
   int64_t offset = 0;  // into pieces[piece]
   for (int64_t j = 0;; ++j) {
-    buf.clear();
-    buf.push_back(parent);
-    if (j == 0) buf.push_back(salt);
+    uint64_t* buf = inline_buf;
+    size_t n = 0, cap = kInline;
+    auto put = [&](uint64_t v) {
+      if (n == cap) {
+        if (buf == inline_buf) heap_buf.assign(buf, buf + n);
+        heap_buf.resize(2 * cap);
+        buf = heap_buf.data();
+        cap = heap_buf.size();
+      }
+      buf[n++] = v;
+    };
+    put(parent);
+    if (j == 0) put(salt);
     int64_t need = block_size;
     while (need > 0 && piece < pieces.size()) {
       const int64_t len = pieces[piece].tokens;
@@ -154,14 +172,14 @@ void ComputeBlockHashes(const std::vector<PromptPiece>& pieces, int block_size, 
         continue;
       }
       const int64_t take = std::min(need, len - offset);
-      buf.push_back(pieces[piece].key);
-      buf.push_back(static_cast<uint64_t>(offset));
-      buf.push_back(static_cast<uint64_t>(take));
+      put(pieces[piece].key);
+      put(static_cast<uint64_t>(offset));
+      put(static_cast<uint64_t>(take));
       offset += take;
       need -= take;
     }
     if (need > 0) return;  // partial block: not hashed
-    parent = XXH3_64bits(buf.data(), buf.size() * sizeof(uint64_t));
+    parent = XXH3_64bits(buf, n * sizeof(uint64_t));
     out.push_back(parent);
   }
 }

@@ -1,6 +1,7 @@
 // Tests for distributions, block hashes, arrival processes and request content.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <cmath>
 #include <map>
@@ -112,6 +113,48 @@ TEST(BlockHashTest, OnlyFullBlocks) {
   EXPECT_TRUE(h.empty());
   ComputeBlockHashes({{1, 16}}, 16, 0, h);
   EXPECT_EQ(h.size(), 1u);
+}
+
+// The chained hash written plainly: the words of each block in a vector. The
+// production code keeps them in an inline buffer; the bytes hashed must not change.
+std::vector<uint64_t> ReferenceBlockHashes(const std::vector<PromptPiece>& pieces, int bs,
+                                           uint64_t salt) {
+  std::vector<uint64_t> out, words;
+  uint64_t parent = 0x9e3779b97f4a7c15ULL;
+  size_t piece = 0;
+  int64_t offset = 0;
+  for (int64_t j = 0;; ++j) {
+    words = {parent};
+    if (j == 0) words.push_back(salt);
+    int64_t need = bs;
+    for (; need > 0 && piece < pieces.size();) {
+      if (offset >= pieces[piece].tokens) {
+        ++piece;
+        offset = 0;
+        continue;
+      }
+      const int64_t take = std::min<int64_t>(need, pieces[piece].tokens - offset);
+      words.insert(words.end(),
+                   {pieces[piece].key, static_cast<uint64_t>(offset), static_cast<uint64_t>(take)});
+      offset += take;
+      need -= take;
+    }
+    if (need > 0) return out;
+    parent = XXH3_64bits(words.data(), words.size() * sizeof(uint64_t));
+    out.push_back(parent);
+  }
+}
+
+TEST(BlockHashTest, ManyPiecesPerBlockMatchTheReference) {
+  // 1-token pieces: a 64-token block overlaps 64 pieces (the buffer grows twice).
+  std::vector<PromptPiece> pieces;
+  for (uint64_t k = 0; k < 300; ++k) pieces.push_back({k * 7919 + 1, static_cast<int32_t>(k % 3)});
+  for (int bs : {1, 16, 64}) {
+    std::vector<uint64_t> h;
+    ComputeBlockHashes(pieces, bs, 42, h);
+    EXPECT_EQ(h, ReferenceBlockHashes(pieces, bs, 42)) << "block size " << bs;
+    EXPECT_FALSE(h.empty());
+  }
 }
 
 TEST(BlockHashTest, PrefixPropertyAndChaining) {
