@@ -121,13 +121,11 @@ class Replica::BlockPool {
   void PrefetchHash(uint64_t hash) const { cached_.prefetch(hash); }
   int32_t ref(int32_t id) const { return blocks_[id].ref; }
 
-  // The block caching `hash`, or -1. Map entries are evicted lazily: an entry is
-  // live only while its block still holds that hash.
+  // The block caching `hash`, or -1. Invariant: an entry's block holds its hash
+  // (Allocate erases an evicted block's entry; CheckInvariants verifies).
   int32_t Lookup(uint64_t hash) const {
     auto it = cached_.find(hash);
-    if (it == cached_.end()) return -1;
-    const Block& b = blocks_[it->second];
-    return b.hashed && b.hash == hash ? it->second : -1;
+    return it == cached_.end() ? -1 : it->second;
   }
 
   // A cache hit takes a reference; a free block leaves the free queue (touch()).
@@ -145,15 +143,21 @@ class Replica::BlockPool {
   int32_t Allocate() {
     assert(num_free_ > 0);
     for (;;) {
+      // Two-stage prefetch: the block 8 pops ahead, then the map slot of the hash
+      // the block 4 pops ahead will evict.
       if (queue_.size() > kPrefetchAhead) PrefetchBlock(queue_[kPrefetchAhead].id);
+      if (queue_.size() > kPrefetchAhead / 2) {
+        const Block& soon = blocks_[queue_[kPrefetchAhead / 2].id];
+        if (soon.hashed && soon.shared) PrefetchHash(soon.hash);
+      }
       const Entry e = queue_.front();
       queue_.pop_front();
       Block& b = blocks_[e.id];
       if (!b.free || b.stamp != e.stamp) continue;  // stale: touched since it was queued
       b.free = false;
       --num_free_;
-      // Evicting leaves the map entry behind (dead); Cache() overwrites it and
-      // Compact() sweeps dead entries when they outnumber the blocks.
+      // Eviction erases the map entry, so the map holds at most one entry per block.
+      if (b.hashed && b.shared) cached_.erase(b.hash);
       b.hashed = false;
       b.ref = 1;
       return e.id;
@@ -172,16 +176,10 @@ class Replica::BlockPool {
   void Cache(int32_t id, uint64_t hash) {
     Block& b = blocks_[id];
     if (b.hashed) return;
-    auto [it, inserted] = cached_.try_emplace(hash, id);
-    if (!inserted) {
-      const Block& holder = blocks_[it->second];
-      if (holder.hashed && holder.hash == hash) return;  // live elsewhere: no dedup
-      it->second = id;                                   // replace a dead entry
-    }
+    if (!cached_.try_emplace(hash, id).second) return;  // live elsewhere: no dedup
     b.hash = hash;
     b.hashed = true;
     b.shared = true;
-    if (cached_.size() > 2 * blocks_.size() + 1024) Compact();
   }
 
   // Registers a block whose content is unique to its request: only that request,
@@ -226,6 +224,11 @@ class Replica::BlockPool {
         return Status::Internal(fmt::format("block {} free flag disagrees with ref", i));
       }
     }
+    for (const auto& [hash, id] : cached_) {
+      if (!blocks_[id].hashed || !blocks_[id].shared || blocks_[id].hash != hash) {
+        return Status::Internal(fmt::format("map entry for block {} is stale", id));
+      }
+    }
     for (size_t i = 0; i < blocks_.size(); ++i) {
       if (blocks_[i].hashed && blocks_[i].shared &&
           Lookup(blocks_[i].hash) != static_cast<int32_t>(i)) {
@@ -267,15 +270,6 @@ class Replica::BlockPool {
     queue_.KeepIf([this](const Entry& e) {
       const Block& b = blocks_[e.id];
       return b.free && b.stamp == e.stamp;
-    });
-  }
-
-  // Drops dead entries. Amortised O(1) per insertion: it runs only when the map
-  // has grown past twice the number of blocks.
-  void Compact() {
-    absl::erase_if(cached_, [this](const auto& kv) {
-      const Block& b = blocks_[kv.second];
-      return !(b.hashed && b.hash == kv.first);
     });
   }
 
