@@ -211,6 +211,10 @@ struct SpanReadOptions {
   bool detect_duplicates = true;
   // Read buffer; memory stays O(chunk_bytes + longest line) whatever the file size.
   size_t chunk_bytes = size_t{8} << 20;
+  // ReadSpanTable only: threads for one file (0: one per core), and the smallest file
+  // it splits.
+  int threads = 0;
+  uint64_t parallel_min_bytes = uint64_t{64} << 20;
 };
 
 // A span as a reader hands it over: the fields of ttft::Span with labels as views
@@ -278,6 +282,11 @@ class SpanTable : public SpanSink {
   void Reserve(size_t n);
   // Releases the columns' unused capacity (call once a load is complete).
   void ShrinkToFit();
+  // Appends rows [0, min(end_row, other.size())) of `other` except `skip_rows`
+  // (ascending), re-interning their labels: the same table, label ids included, as
+  // Add()ing those rows in order.
+  void Append(const SpanTable& other, std::span<const size_t> skip_rows = {},
+              size_t end_row = SIZE_MAX);
 
   std::span<const double> arrival_s() const { return arrival_s_; }
   std::span<const float> queue_s() const { return queue_s_; }
@@ -339,6 +348,17 @@ InputFormat DetectFormat(std::string_view head);
 // for the first bad record under `strict`.
 Status ReadSpans(const std::string& path, const SpanReadOptions& options, SpanSink& sink,
                  ReadReport& report);
+
+// ReadSpans into a table, on options.threads threads for a plain (not gzip, not
+// stdin) span JSONL file of at least options.parallel_min_bytes: the file is parsed
+// in byte ranges split at newlines, each into its own table, then merged in file
+// order. The table (rows, label ids), the report (issues with file:line in file order,
+// duplicate ids across ranges, counts by category, warnings) and the status (under
+// strict, the first bad record in file order) are those of ReadSpans. Other inputs
+// go to ReadSpans. Memory: the spans of the ranges after the first are held twice
+// while they are merged.
+Status ReadSpanTable(const std::string& path, const SpanReadOptions& options, SpanTable& table,
+                     ReadReport& report);
 
 // Parses spans from an in-memory buffer (tests, fuzzing). `source` names it in issues.
 Status ParseSpans(std::string_view data, std::string_view source, const SpanReadOptions& options,

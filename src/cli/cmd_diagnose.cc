@@ -147,7 +147,7 @@ Status LoadOne(const std::string& in, Loaded& out) {
     const fs::path d(in);
     bool any = false;
     if (fs::exists(d / "spans.jsonl")) {
-      TTFT_RETURN_IF_ERROR(ReadSpans((d / "spans.jsonl").string(), {}, out.spans, report));
+      TTFT_RETURN_IF_ERROR(ReadSpanTable((d / "spans.jsonl").string(), {}, out.spans, report));
       out.has_spans = any = true;
     }
     if (fs::is_directory(d / "metrics")) {
@@ -202,7 +202,7 @@ Status LoadOne(const std::string& in, Loaded& out) {
     TTFT_ASSIGN_OR_RETURN(auto series, ParsePromQueryJson(body));
     for (auto& s : SnapshotsFromSeries(series)) out.snapshots.push_back(std::move(s));
   } else {
-    TTFT_RETURN_IF_ERROR(ReadSpans(in, {}, out.spans, report));
+    TTFT_RETURN_IF_ERROR(ReadSpanTable(in, {}, out.spans, report));
     out.has_spans = true;
     if (std::string(fs::path(in).filename()) == "spans.jsonl") {
       // A simulate folder's spans: take its summary's events too.

@@ -6,13 +6,19 @@
 #include <sys/mman.h>
 #include <xxhash.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <new>
+#include <thread>
 
 #include "telemetry/input_stream.h"
 #include "telemetry/span_readers_internal.h"
@@ -182,6 +188,16 @@ class HashSet64 {
       }
     }
   }
+  // True when `hash` is present.
+  bool Contains(uint64_t hash) const {
+    if (hash == 0) hash = uint64_t{1} << 63;
+    if (capacity_ == 0) return false;
+    const size_t mask = capacity_ - 1;
+    for (size_t i = static_cast<size_t>(hash) & mask;; i = (i + 1) & mask) {
+      if (slots_[i] == hash) return true;
+      if (slots_[i] == 0) return false;
+    }
+  }
   // Starts loading the slot `hash` would probe first (a cache miss per span otherwise).
   // (A hash of 0, stored as 1 << 63, gets a useless prefetch; GCC 12 drops the
   // prefetch altogether when it is remapped here.)
@@ -250,6 +266,7 @@ class RecordContext {
   Status Bad(int64_t line, std::string_view category, std::string reason) {
     report_.Skip(source_, line, category, reason);
     if (options_.strict) {
+      strict_error_line_ = line;
       return Status::DataError(fmt::format("{}:{}: {}", source_, line, reason));
     }
     return Status::Ok();
@@ -282,17 +299,22 @@ class RecordContext {
         return Bad(line, "duplicate request_id",
                    fmt::format("duplicate request_id '{}'", r.request_id));
       }
+      if (trace_rows_) rows_.push_back({h, line | kHasId});
+    } else if (trace_rows_) {
+      rows_.push_back({0, line});
     }
     if (!std::isnan(r.ttft_s)) {
       ++with_ttft_;
       if (r.ttft_s > 30) ++ttft_over_30s_;
+      if (trace_rows_) rows_.back().line |= r.ttft_s > 30 ? kWithTtft | kTtftOver30 : kWithTtft;
     }
     sink_.Add(r);
     ++report_.records_read;
     return Status::Ok();
   }
 
-  // File-level checks once the input is consumed.
+  // File-level checks once the input is consumed (of every range, for a file read in
+  // ranges: see AddTtftCounts).
   Status Finish() {
     if (with_ttft_ >= 3 && ttft_over_30s_ * 2 > with_ttft_) {
       std::string w = fmt::format(
@@ -319,7 +341,34 @@ class RecordContext {
   // About `n` more records are coming: size the sink and the duplicate set once.
   void ExpectMore(size_t n) {
     sink_.ExpectMore(n);
+    ReserveIds(n);
+  }
+  void ReserveIds(size_t n) {
     if (options_.detect_duplicates) seen_ids_.Reserve(report_.records_read + n);
+  }
+
+  // For a file read in byte ranges (ReadSpanTable): one entry per accepted record, in
+  // order, so that a later merge can drop the records whose id an earlier range holds.
+  struct Row {
+    uint64_t hash;  // XXH3 of the request id, when line & kHasId
+    int64_t line;   // the record's line in this range, | the flags below
+  };
+  static constexpr int64_t kHasId = int64_t{1} << 62;
+  static constexpr int64_t kWithTtft = int64_t{1} << 61;
+  static constexpr int64_t kTtftOver30 = int64_t{1} << 60;
+  static constexpr int64_t kLineMask = kTtftOver30 - 1;
+  void TraceRows() { trace_rows_ = options_.detect_duplicates; }
+  const std::vector<Row>& rows() const { return rows_; }
+  bool SeenId(uint64_t hash) const { return seen_ids_.Contains(hash); }
+  void PrefetchId(uint64_t hash) const { seen_ids_.Prefetch(hash); }
+  // The line of the record that stopped a strict read, or 0.
+  int64_t strict_error_line() const { return strict_error_line_; }
+  int64_t with_ttft() const { return with_ttft_; }
+  int64_t ttft_over_30s() const { return ttft_over_30s_; }
+  // Counts of the other ranges of the same file, for Finish().
+  void AddTtftCounts(int64_t with_ttft, int64_t over_30s) {
+    with_ttft_ += with_ttft;
+    ttft_over_30s_ += over_30s;
   }
 
  private:
@@ -334,6 +383,9 @@ class RecordContext {
   uint64_t hinted_hash_ = 0;
   int64_t with_ttft_ = 0;
   int64_t ttft_over_30s_ = 0;
+  int64_t strict_error_line_ = 0;
+  bool trace_rows_ = false;
+  std::vector<Row> rows_;
 };
 
 // Parses complete lines. `capacity` bytes from `p` are readable (>= len + padding).
@@ -1311,6 +1363,47 @@ Result<size_t> FeedLines(LineParser& parser, char* buf, size_t filled, size_t ca
   }
 }
 
+// Feeds everything `read(dst, n) -> Result<size_t>` (0 at the end) returns to `parser`,
+// line by line. `buf` (size data_cap + SIMDJSON_PADDING) holds `filled` bytes read
+// already, `eof` when they are all there are. The last line may lack its newline. Does
+// not call parser.Finish(). Stops early, returning Ok, once `*stop` is set.
+template <typename Read>
+Status ParseStream(Read&& read, LineParser& parser, std::vector<char>& buf, size_t data_cap,
+                   size_t filled, bool eof, int64_t& line_no,
+                   const std::atomic<bool>* stop = nullptr) {
+  const size_t padding = simdjson::SIMDJSON_PADDING;
+  for (;;) {
+    TTFT_ASSIGN_OR_RETURN(size_t rest, FeedLines(parser, buf.data(), filled, buf.size(), line_no));
+    // Keep the incomplete tail; grow when one line fills the buffer.
+    std::memmove(buf.data(), buf.data() + rest, filled - rest);
+    filled -= rest;
+    if (eof) break;
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) return Status::Ok();
+    if (filled == data_cap) {
+      data_cap *= 2;
+      buf.resize(data_cap + padding, '\0');
+    }
+    TTFT_ASSIGN_OR_RETURN(size_t n, read(buf.data() + filled, data_cap - filled));
+    if (n == 0) eof = true;
+    filled += n;
+  }
+  if (filled > 0) {
+    std::memset(buf.data() + filled, 0, buf.size() - filled);
+    size_t len = filled;
+    if (buf[len - 1] == '\r') --len;
+    TTFT_RETURN_IF_ERROR(parser.ParseLine(buf.data(), len, buf.size(), line_no, true));
+  }
+  return Status::Ok();
+}
+
+// The spans a reader would emit from `filled` bytes of `buf` holding `lines` newlines
+// when the whole input is `total` bytes: 2% high, so that columns are allocated once.
+size_t EstimateSpans(size_t lines, size_t filled, uint64_t total) {
+  return static_cast<size_t>(static_cast<double>(total) / static_cast<double>(filled) *
+                             static_cast<double>(lines) * 1.02) +
+         1;
+}
+
 }  // namespace
 
 InputFormat DetectFormat(std::string_view head) {
@@ -1400,35 +1493,347 @@ Status ReadSpans(const std::string& path, const SpanReadOptions& options, SpanSi
     std::error_code ec;
     const uintmax_t size = std::filesystem::file_size(path, ec);
     const size_t lines = static_cast<size_t>(std::count(buf.data(), buf.data() + filled, '\n'));
-    if (!ec && lines > 0) {
-      ctx.ExpectMore(static_cast<size_t>(static_cast<double>(size) / static_cast<double>(filled) *
-                                         static_cast<double>(lines) * 1.02) +
-                     1);
-    }
+    if (!ec && lines > 0) ctx.ExpectMore(EstimateSpans(lines, filled, size));
   }
   auto parser = MakeParser(format, ctx);
   int64_t line_no = 1;
+  TTFT_RETURN_IF_ERROR(ParseStream([&](char* dst, size_t n) { return in->Read(dst, n); }, *parser,
+                                   buf, data_cap, filled, eof, line_no));
+  return parser->Finish();
+}
+
+namespace {
+
+// An open file, closed on scope exit.
+struct FileFd {
+  int fd = -1;
+  ~FileFd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+Result<size_t> PRead(int fd, const std::string& name, char* dst, size_t n, uint64_t pos) {
   for (;;) {
-    TTFT_ASSIGN_OR_RETURN(size_t rest, FeedLines(*parser, buf.data(), filled, buf.size(), line_no));
-    // Keep the incomplete tail; grow when one line fills the buffer.
-    std::memmove(buf.data(), buf.data() + rest, filled - rest);
-    filled -= rest;
-    if (eof) break;
-    if (filled == data_cap) {
-      data_cap *= 2;
-      buf.resize(data_cap + padding, '\0');
+    const ssize_t r = ::pread(fd, dst, n, static_cast<off_t>(pos));
+    if (r >= 0) return static_cast<size_t>(r);
+    if (errno != EINTR) {
+      return Status::IoError(fmt::format("{}: read failed: {}", name, std::strerror(errno)));
     }
-    TTFT_ASSIGN_OR_RETURN(size_t n, in->Read(buf.data() + filled, data_cap - filled));
-    if (n == 0) eof = true;
+  }
+}
+
+// One byte range of a span JSONL file read by ReadSpanTable: [begin, end), starting at
+// a line's first byte and (but for the last) ending just after a newline.
+struct Range {
+  uint64_t begin = 0, end = 0;
+  SpanTable own;          // the spans of ranges after the first (the first fills the table)
+  ReadReport own_report;  // likewise
+  std::unique_ptr<RecordContext> ctx;
+  std::unique_ptr<LineParser> parser;
+  Status status;
+  int64_t lines = 0;  // lines parsed: the range's last line number
+};
+
+// Parses one range; `first` ranges estimate the spans of the whole file (`total`).
+Status ParseRange(int fd, const std::string& name, Range& r, SpanTable& table, bool first,
+                  uint64_t total, size_t chunk_bytes, const std::atomic<bool>& stop) {
+  size_t data_cap = std::max<size_t>(chunk_bytes, 4096);
+  std::vector<char> buf(data_cap + simdjson::SIMDJSON_PADDING, '\0');
+  uint64_t pos = r.begin;
+  auto read = [&](char* dst, size_t n) -> Result<size_t> {
+    n = static_cast<size_t>(std::min<uint64_t>(n, r.end - pos));
+    if (n == 0) return size_t{0};
+    TTFT_ASSIGN_OR_RETURN(size_t got, PRead(fd, name, dst, n, pos));
+    pos += got;
+    return got;
+  };
+  size_t filled = 0;
+  bool eof = false;
+  while (filled < data_cap && !eof) {
+    TTFT_ASSIGN_OR_RETURN(size_t n, read(buf.data() + filled, data_cap - filled));
+    eof = n == 0;
     filled += n;
   }
-  if (filled > 0) {
-    std::memset(buf.data() + filled, 0, buf.size() - filled);
-    size_t len = filled;
-    if (buf[len - 1] == '\r') --len;
-    TTFT_RETURN_IF_ERROR(parser->ParseLine(buf.data(), len, buf.size(), line_no, true));
+  const size_t lines = static_cast<size_t>(std::count(buf.data(), buf.data() + filled, '\n'));
+  if (lines > 0) {
+    if (first) {
+      table.Reserve(table.size() + EstimateSpans(lines, filled, total));
+      r.ctx->ReserveIds(EstimateSpans(lines, filled, r.end - r.begin));
+    } else {
+      r.ctx->ExpectMore(EstimateSpans(lines, filled, r.end - r.begin));
+    }
   }
-  return parser->Finish();
+  int64_t line_no = 1;
+  Status st = ParseStream(read, *r.parser, buf, data_cap, filled, eof, line_no, &stop);
+  r.lines = line_no - 1;
+  return st;
+}
+
+// The line numbers `wanted` (ascending, 1-based within the range) of range `r`, as text.
+Result<std::vector<std::string>> LinesOf(int fd, const std::string& name, const Range& r,
+                                         const std::vector<int64_t>& wanted) {
+  std::vector<std::string> out(wanted.size());
+  std::vector<char> buf(1 << 20);
+  size_t next = 0;
+  int64_t line = 1;
+  for (uint64_t pos = r.begin; pos < r.end && next < wanted.size();) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), r.end - pos));
+    TTFT_ASSIGN_OR_RETURN(size_t n, PRead(fd, name, buf.data(), want, pos));
+    if (n == 0) break;
+    pos += n;
+    for (const char* p = buf.data(); p < buf.data() + n && next < wanted.size();) {
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', buf.data() + n - p));
+      const char* stop = nl != nullptr ? nl : buf.data() + n;
+      if (line == wanted[next]) out[next].append(p, stop);
+      if (nl == nullptr) break;
+      if (line == wanted[next]) ++next;
+      ++line;
+      p = nl + 1;
+    }
+  }
+  return out;
+}
+
+// Captures the request id of the one span it receives.
+class IdSink final : public SpanSink {
+ public:
+  void Add(const SpanRecord& s) override { id = std::string(s.request_id); }
+  std::string id;
+};
+
+// The request id the JSONL reader sees on `line` (a line it accepted once).
+std::string RequestIdOf(std::string line, const SpanReadOptions& options) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  const size_t len = line.size();
+  line.resize(len + simdjson::SIMDJSON_PADDING, '\0');
+  SpanReadOptions o = options;
+  o.strict = false;
+  o.detect_duplicates = false;
+  IdSink sink;
+  ReadReport report;
+  RecordContext ctx("", o, sink, report);
+  JsonlParser parser(ctx, true);
+  (void)parser.ParseLine(line.data(), len, line.size(), 1, false);
+  return sink.id;
+}
+
+// Merges range `r` (after the first) into `table` and `report` as if it had been read
+// right after the ranges before it, whose duplicate sets are `earlier` and whose lines
+// number `line_offset`: the records whose id an earlier range accepted are dropped
+// and reported as duplicates, issues get file line numbers and join in line order.
+// Returns the status a sequential read would have stopped with (strict: the first
+// bad record of the range in file order).
+Status MergeRange(int fd, const std::string& name, Range& r, RecordContext& first,
+                  const std::vector<const RecordContext*>& earlier, int64_t line_offset,
+                  const SpanReadOptions& options, SpanTable& table, ReadReport& report) {
+  using Row = RecordContext::Row;
+  const std::vector<Row>& rows = r.ctx->rows();
+  // Rows whose id an earlier range holds, in order.
+  std::vector<size_t> dropped;
+  constexpr size_t kAhead = 16;
+  auto seen = [&](size_t i) {
+    for (const RecordContext* c : earlier) {
+      if (c->SeenId(rows[i].hash)) return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i + kAhead < rows.size() && (rows[i + kAhead].line & RecordContext::kHasId)) {
+      for (const RecordContext* c : earlier) c->PrefetchId(rows[i + kAhead].hash);
+    }
+    if ((rows[i].line & RecordContext::kHasId) && seen(i)) dropped.push_back(i);
+  }
+  auto line_of = [&](size_t row) { return rows[row].line & RecordContext::kLineMask; };
+  // Under strict, a duplicate before the range's own first error stops the read there.
+  const bool strict_dup = options.strict && !dropped.empty() &&
+                          (r.status.ok() || r.ctx->strict_error_line() == 0 ||
+                           line_of(dropped.front()) < r.ctx->strict_error_line());
+  size_t keep_end = r.own.size();  // rows past this are dropped too (strict)
+  if (strict_dup) {
+    keep_end = dropped.front();
+    dropped.resize(1);
+  }
+  // Reported duplicates: the first ones that fit in the report's issue list.
+  const ReadReport& local = r.own_report;
+  std::vector<RecordIssue> issues;
+  std::string strict_reason;
+  {
+    std::vector<int64_t> dup_lines;
+    size_t li = 0, di = 0;
+    const size_t room = ReadReport::kMaxIssues > report.issues.size()
+                            ? ReadReport::kMaxIssues - report.issues.size()
+                            : 0;
+    std::vector<std::pair<int64_t, int>> order;  // (line, 0 local / 1 duplicate)
+    while (order.size() < room && (li < local.issues.size() || di < dropped.size())) {
+      const int64_t dl = di < dropped.size() ? line_of(dropped[di]) : INT64_MAX;
+      const int64_t ll =
+          li < local.issues.size() && !strict_dup ? local.issues[li].line : INT64_MAX;
+      if (dl == INT64_MAX && ll == INT64_MAX) break;
+      if (dl < ll) {
+        order.emplace_back(dl, 1);
+        dup_lines.push_back(dl);
+        ++di;
+      } else {
+        order.emplace_back(ll, 0);
+        ++li;
+      }
+    }
+    if (strict_dup && dup_lines.empty()) dup_lines.push_back(line_of(dropped.front()));
+    std::vector<std::string> texts;
+    if (!dup_lines.empty()) {
+      TTFT_ASSIGN_OR_RETURN(texts, LinesOf(fd, name, r, dup_lines));
+    }
+    for (std::string& t : texts) {
+      t = fmt::format("duplicate request_id '{}'", RequestIdOf(std::move(t), options));
+    }
+    if (strict_dup) strict_reason = texts.front();
+    li = 0;
+    di = 0;
+    for (const auto& [line, kind] : order) {
+      if (kind == 0) {
+        RecordIssue issue = local.issues[li++];
+        issue.line += line_offset;
+        issues.push_back(std::move(issue));
+      } else {
+        issues.push_back(RecordIssue{name, line + line_offset, texts[di++]});
+      }
+    }
+  }
+  // Counts.
+  const int64_t ndrop = static_cast<int64_t>(dropped.size());
+  if (strict_dup) {
+    report.records_read += static_cast<int64_t>(keep_end);
+    report.records_skipped += 1;
+    report.skipped_by_category["duplicate request_id"] += 1;
+  } else {
+    report.records_read += local.records_read - ndrop;
+    report.records_skipped += local.records_skipped + ndrop;
+    report.records_ignored += local.records_ignored;
+    for (const auto& [category, n] : local.skipped_by_category) {
+      report.skipped_by_category[category] += n;
+    }
+    if (ndrop > 0) report.skipped_by_category["duplicate request_id"] += ndrop;
+    for (const std::string& w : local.warnings) report.warnings.push_back(w);
+  }
+  for (RecordIssue& issue : issues) report.issues.push_back(std::move(issue));
+  // Rows.
+  if (strict_dup) {
+    table.Append(r.own, {}, keep_end);
+    return Status::DataError(
+        fmt::format("{}:{}: {}", name, line_of(keep_end) + line_offset, strict_reason));
+  }
+  table.Append(r.own, dropped);
+  int64_t with = r.ctx->with_ttft(), over = r.ctx->ttft_over_30s();
+  for (size_t i : dropped) {
+    with -= (rows[i].line & RecordContext::kWithTtft) ? 1 : 0;
+    over -= (rows[i].line & RecordContext::kTtftOver30) ? 1 : 0;
+  }
+  first.AddTtftCounts(with, over);
+  if (!r.status.ok() && r.ctx->strict_error_line() > 0) {
+    const RecordIssue& bad = local.issues.back();
+    return Status::DataError(
+        fmt::format("{}:{}: {}", name, r.ctx->strict_error_line() + line_offset, bad.reason));
+  }
+  return r.status;
+}
+
+}  // namespace
+
+Status ReadSpanTable(const std::string& path, const SpanReadOptions& options, SpanTable& table,
+                     ReadReport& report) {
+  const int threads = options.threads > 0
+                          ? options.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::error_code ec;
+  if (threads < 2 || path == "-" || !std::filesystem::is_regular_file(path, ec)) {
+    return ReadSpans(path, options, table, report);
+  }
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec || size < std::max<uint64_t>(options.parallel_min_bytes, 2)) {
+    return ReadSpans(path, options, table, report);
+  }
+  FileFd file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file.fd < 0) return ReadSpans(path, options, table, report);  // it words the error
+  // Only plain span JSONL: the format must be certain from the first bytes (DetectFormat
+  // decides a JSON object from its first 4 KB) and the file not gzip.
+  std::string head(static_cast<size_t>(std::min<uint64_t>(size, 1 << 16)), '\0');
+  {
+    auto n = PRead(file.fd, path, head.data(), head.size(), 0);
+    if (!n.ok()) return ReadSpans(path, options, table, report);
+    head.resize(*n);
+  }
+  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
+      static_cast<unsigned char>(head[1]) == 0x8b) {
+    return ReadSpans(path, options, table, report);
+  }
+  size_t lead = head.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  while (lead < head.size() && std::isspace(static_cast<unsigned char>(head[lead]))) ++lead;
+  const InputFormat format =
+      options.format != InputFormat::kAuto                                     ? options.format
+      : lead + 4096 <= head.size() && (head[lead] == '{' || head[lead] == '[') ? DetectFormat(head)
+                                                                               : InputFormat::kAuto;
+  if (format != InputFormat::kSpanJsonl) return ReadSpans(path, options, table, report);
+
+  // Split points: just after the first newline at or past size * k / threads.
+  std::vector<uint64_t> cuts = {0};
+  for (int k = 1; k < threads; ++k) {
+    uint64_t at = std::max(cuts.back(), size * static_cast<uint64_t>(k) / threads);
+    char block[4096];
+    uint64_t cut = size;
+    while (at < size) {
+      auto n = PRead(file.fd, path, block, sizeof block, at);
+      if (!n.ok() || *n == 0) break;
+      const void* nl = std::memchr(block, '\n', *n);
+      if (nl != nullptr) {
+        cut = at + static_cast<uint64_t>(static_cast<const char*>(nl) - block) + 1;
+        break;
+      }
+      at += *n;
+    }
+    if (cut >= size || cut <= cuts.back()) break;
+    cuts.push_back(cut);
+  }
+  if (cuts.size() < 2) return ReadSpans(path, options, table, report);
+  std::vector<Range> ranges(cuts.size());
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    Range& r = ranges[k];
+    r.begin = cuts[k];
+    r.end = k + 1 < cuts.size() ? cuts[k + 1] : size;
+    if (k == 0) {
+      r.ctx = std::make_unique<RecordContext>(path, options, table, report);
+    } else {
+      r.ctx = std::make_unique<RecordContext>(path, options, r.own, r.own_report);
+      r.ctx->TraceRows();
+    }
+    r.parser = MakeParser(format, *r.ctx);
+  }
+  // Under strict, ranges after one that stopped are not needed.
+  std::vector<std::atomic<bool>> stop(ranges.size());
+  auto run = [&](size_t k) {
+    Range& r = ranges[k];
+    r.status = ParseRange(file.fd, path, r, table, k == 0, size, options.chunk_bytes, stop[k]);
+    if (!r.status.ok()) {
+      for (size_t j = k + 1; j < ranges.size(); ++j) stop[j] = true;
+    }
+  };
+  {
+    std::vector<std::jthread> helpers;
+    for (size_t k = 1; k < ranges.size(); ++k) helpers.emplace_back(run, k);
+    run(0);
+  }
+  if (!ranges[0].status.ok()) return ranges[0].status;
+  std::vector<const RecordContext*> earlier = {ranges[0].ctx.get()};
+  int64_t line_offset = ranges[0].lines;
+  for (size_t k = 1; k < ranges.size(); ++k) {
+    Range& r = ranges[k];
+    TTFT_RETURN_IF_ERROR(
+        MergeRange(file.fd, path, r, *ranges[0].ctx, earlier, line_offset, options, table, report));
+    line_offset += r.lines;
+    earlier.push_back(r.ctx.get());
+    r.own = SpanTable();
+  }
+  return ranges[0].parser->Finish();
 }
 
 Result<std::string> ReadInputHead(const std::string& path, size_t max_bytes) {

@@ -221,6 +221,57 @@ void SpanTable::ShrinkToFit() {
   label_set_.shrink_to_fit();
 }
 
+void SpanTable::Append(const SpanTable& other, std::span<const size_t> skip_rows, size_t end_row) {
+  end_row = std::min(end_row, other.size());
+  size_t kept = end_row;
+  for (size_t r : skip_rows) kept -= r < end_row ? 1 : 0;
+  Reserve(size() + kept);
+  // Label sets of `other` -> ours, made on first use (the order Add() interns in).
+  std::vector<uint32_t> set_map(other.label_sets_.size(), UINT32_MAX);
+  auto copy_run = [&](size_t from, size_t to) {
+    if (from >= to) return;
+    auto run = [&](auto& dst, const auto& src) {
+      dst.insert(dst.end(), src.begin() + static_cast<ptrdiff_t>(from),
+                 src.begin() + static_cast<ptrdiff_t>(to));
+    };
+    run(arrival_s_, other.arrival_s_);
+    run(queue_s_, other.queue_s_);
+    run(prefill_s_, other.prefill_s_);
+    run(front_end_s_, other.front_end_s_);
+    run(ttft_s_, other.ttft_s_);
+    run(decode_s_, other.decode_s_);
+    run(e2e_s_, other.e2e_s_);
+    run(itl_mean_s_, other.itl_mean_s_);
+    run(itl_max_s_, other.itl_max_s_);
+    run(prompt_tokens_, other.prompt_tokens_);
+    run(cached_tokens_, other.cached_tokens_);
+    run(output_tokens_, other.output_tokens_);
+    run(preemptions_, other.preemptions_);
+    run(status_, other.status_);
+    for (size_t r = from; r < to; ++r) {
+      const uint32_t set = other.label_set_[r];
+      uint32_t& mine = set_map[set];
+      if (mine == UINT32_MAX) {
+        std::array<uint32_t, kNumSpanLabels> ids;
+        for (size_t i = 0; i < kNumSpanLabels; ++i) {
+          ids[i] = Intern(other.strings_[other.label_sets_[set][i]]);
+        }
+        mine = InternSet(ids);
+      }
+      label_set_.push_back(mine);
+      last_set_ = mine;
+    }
+  };
+  size_t from = 0;
+  for (size_t r : skip_rows) {
+    if (r >= end_row) break;
+    copy_run(from, r);
+    from = r + 1;
+  }
+  copy_run(from, end_row);
+  if (last_set_ != UINT32_MAX) last_ids_ = label_sets_[last_set_];
+}
+
 uint32_t SpanTable::Intern(std::string_view s) {
   const uint64_t h = XXH3_64bits(s.data(), s.size());
   return FindOrInsert(
