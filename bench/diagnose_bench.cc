@@ -1,8 +1,10 @@
 // Diagnosis figures for docs/performance.md ("Diagnosis"); issue 4's target: diagnosing
 // 10 million spans takes at most 10 s and 2 GB.
 //
-//   diagnose_bench [SPANS] [--no-file] [--keep-file] [--ttft PATH] [--dir DIR]
-//                  (default 10,000,000 spans; PATH defaults to the `ttft` beside this binary)
+//   diagnose_bench [SPANS] [--no-file] [--no-memory] [--keep-file] [--reuse-file]
+//                  [--ttft PATH] [--dir DIR]
+//                  (default 10,000,000 spans; PATH defaults to the `ttft` beside this binary;
+//                  --reuse-file takes the span file a --keep-file run left in DIR as it is)
 //
 // Generates SPANS synthetic spans of a 192-replica fleet (3 regions x 64 replicas, 6
 // tenants, 3 prompt templates, one hour before and one hour after a change at
@@ -183,15 +185,19 @@ void PrintFound(const Found& f) {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // line-buffered: progress shows in a pipe
   uint64_t n = 10'000'000;
-  bool with_file = true, keep_file = false;
+  bool with_file = true, with_memory = true, keep_file = false, reuse_file = false;
   std::string ttft_bin = (fs::path(argv[0]).parent_path() / "ttft").string();
   std::string dir = fs::temp_directory_path().string();
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--no-file") {
       with_file = false;
+    } else if (arg == "--no-memory") {
+      with_memory = false;
     } else if (arg == "--keep-file") {
       keep_file = true;
+    } else if (arg == "--reuse-file") {
+      reuse_file = true;
     } else if (arg == "--ttft" && a + 1 < argc) {
       ttft_bin = argv[++a];
     } else if (arg == "--dir" && a + 1 < argc) {
@@ -200,8 +206,8 @@ int main(int argc, char** argv) {
       n = std::strtoull(arg.c_str(), nullptr, 10);
     } else {
       fmt::print(stderr,
-                 "usage: diagnose_bench [SPANS] [--no-file] [--keep-file] [--ttft PATH] "
-                 "[--dir DIR]\n");
+                 "usage: diagnose_bench [SPANS] [--no-file] [--no-memory] [--keep-file] "
+                 "[--reuse-file] [--ttft PATH] [--dir DIR]\n");
       return 2;
     }
   }
@@ -210,7 +216,7 @@ int main(int argc, char** argv) {
              labels.replicas.size(), kRegions, kTenants, kChangeAtRfc3339);
 
   // 1. In memory.
-  {
+  if (with_memory) {
     const double g0 = Now();
     ttft::SpanTable table;
     table.Reserve(n);
@@ -258,7 +264,15 @@ int main(int argc, char** argv) {
       (fs::path(dir) / fmt::format("ttft_diagnose_bench_{}.jsonl", n)).string();
   const std::string events = (fs::path(dir) / "ttft_diagnose_bench_events.jsonl").string();
   const std::string out = (fs::path(dir) / "ttft_diagnose_bench_report.json").string();
-  {
+  std::ofstream(events) << fmt::format(
+      "{{\"time\": \"{}\", \"kind\": \"deploy_template\", \"target\": \"rag\", \"detail\": "
+      "\"rag@v1 -> rag@v2\"}}\n",
+      kChangeAtRfc3339);
+  std::error_code exists_ec;
+  if (reuse_file && fs::exists(path, exists_ec)) {
+    fmt::print("end to end: reusing {} ({:.2f} GB)\n", path,
+               static_cast<double>(fs::file_size(path)) / 1e9);
+  } else {
     const double w0 = Now();
     ttft::SpanJsonlWriter w;
     if (auto st = w.Open(path); !st.ok()) {
@@ -269,10 +283,6 @@ int main(int argc, char** argv) {
       if (!w.Write(MakeSpan(i, n, labels)).ok()) return 1;
     }
     if (!w.Close().ok()) return 1;
-    std::ofstream(events) << fmt::format(
-        "{{\"time\": \"{}\", \"kind\": \"deploy_template\", \"target\": \"rag\", \"detail\": "
-        "\"rag@v1 -> rag@v2\"}}\n",
-        kChangeAtRfc3339);
     fmt::print("end to end: wrote {} ({:.2f} GB, {:.0f} bytes/line) in {:.1f} s\n", path,
                static_cast<double>(fs::file_size(path)) / 1e9,
                static_cast<double>(fs::file_size(path)) / static_cast<double>(n), Now() - w0);
