@@ -10,16 +10,9 @@
 // say which checks metrics alone cannot run. Everything listens on 127.0.0.1 only; the
 // server is killed in teardown (and by PR_SET_PDEATHSIG should this process die first).
 // Waits are bounded; without prometheus or promtool the tests skip with the reason.
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,13 +29,18 @@
 #include <thread>
 #include <vector>
 
+// integration_test has only include/ on its include path: reach src/ from here.
+#include "../src/telemetry/prometheus_process_testing.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using ttft::testing::FreeLoopbackPort;
+using ttft::testing::IsExecutable;
+using ttft::testing::kPrometheus;
+using ttft::testing::kPromtool;
 
-constexpr const char* kPrometheus = "/usr/bin/prometheus";
-constexpr const char* kPromtool = "/usr/bin/promtool";
 constexpr int kReplicas = 4;
 constexpr int kScrapeS = 15;
 constexpr int kHourS = 3600;
@@ -77,23 +75,6 @@ RunResult RunTtft(const std::string& args, int timeout_s = 120) {
   r.err = ss.str();
   fs::remove(err_path);
   return r;
-}
-
-// A loopback port nobody listens on (bound, then released).
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 // A cumulative histogram as a vLLM replica exposes it.
@@ -225,8 +206,7 @@ std::vector<std::vector<ReplicaState>> Simulate(int64_t change_offset_s) {
 class DiagnosePrometheus : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (::access(kPrometheus, X_OK) != 0 || ::access(kPromtool, X_OK) != 0) return;
-    const auto t0 = Clock::now();
+    if (!IsExecutable(kPrometheus) || !IsExecutable(kPromtool)) return;
     dir_ = fs::temp_directory_path() / fmt::format("ttft_diagprom_{}", ::getpid());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "data");
@@ -242,29 +222,32 @@ class DiagnosePrometheus : public ::testing::Test {
         "timeout 120 {} tsdb create-blocks-from openmetrics {} {} > {} 2>&1", kPromtool,
         (dir_ / "in.om").string(), (dir_ / "data").string(), (dir_ / "promtool.log").string());
     if (std::system(cmd.c_str()) != 0) {
-      setup_error_ = "promtool could not backfill the block:\n" + Read(dir_ / "promtool.log");
+      setup_error_ = "promtool could not backfill the block:\n" +
+                     ttft::testing::TailFile(dir_ / "promtool.log");
       return;
     }
     std::ofstream(dir_ / "prometheus.yml") << "global:\n  scrape_interval: 15s\n";
-    // A port picked just before start may be taken meanwhile: try a few.
-    for (int attempt = 0; attempt < 3 && pid_ <= 0; ++attempt) {
-      port_ = FreePort();
-      if (!StartPrometheus()) continue;
-      if (!WaitReady(t0)) StopPrometheus();
-    }
-    if (pid_ <= 0) {
-      setup_error_ = "prometheus did not become ready; log:\n" + Read(dir_ / "prometheus.log");
+    // Ready, and the backfilled series queryable (the block is loaded at start-up).
+    const std::string probe =
+        fmt::format("/api/v1/query?query={}&time={}",
+                    ttft::testing::UrlEncode("count(vllm:prefix_cache_queries_total)"), change_s_);
+    const auto ready = [probe](int port) {
+      const auto r = ttft::testing::HttpGet(port, probe);
+      return r.status == 200 && r.body.find(fmt::format("\"{}\"", kReplicas)) != std::string::npos;
+    };
+    if (!prom_.Start(dir_ / "prometheus.yml", dir_ / "data", dir_ / "prometheus.log", ready, 60)) {
+      setup_error_ = prom_.error();
     }
   }
 
   static void TearDownTestSuite() {
-    StopPrometheus();
+    prom_.Stop();
     std::error_code ec;
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
 
   void SetUp() override {
-    if (::access(kPrometheus, X_OK) != 0 || ::access(kPromtool, X_OK) != 0) {
+    if (!IsExecutable(kPrometheus) || !IsExecutable(kPromtool)) {
       GTEST_SKIP() << kPrometheus << " or " << kPromtool
                    << " is absent: install Debian's prometheus package (scripts/install-deps.sh) "
                       "to test `ttft diagnose --prometheus` against a real server";
@@ -272,79 +255,10 @@ class DiagnosePrometheus : public ::testing::Test {
     ASSERT_TRUE(setup_error_.empty()) << setup_error_;
   }
 
-  static std::string Read(const fs::path& p) {
-    std::ifstream in(p);
-    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return s.size() > 4000 ? s.substr(s.size() - 4000) : s;
-  }
-  static std::string url() { return fmt::format("http://127.0.0.1:{}", port_); }
-
-  static bool StartPrometheus() {
-    const std::string cfg = "--config.file=" + (dir_ / "prometheus.yml").string();
-    const std::string data = "--storage.tsdb.path=" + (dir_ / "data").string();
-    const std::string listen = fmt::format("--web.listen-address=127.0.0.1:{}", port_);
-    const std::string log = (dir_ / "prometheus.log").string();
-    const pid_t pid = ::fork();
-    if (pid < 0) return false;
-    if (pid == 0) {
-      // Child: async-signal-safe calls only, then exec.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      const char* argv[] = {kPrometheus,    cfg.c_str(),        data.c_str(),
-                            listen.c_str(), "--log.level=warn", nullptr};
-      ::execv(kPrometheus, const_cast<char* const*>(argv));
-      ::_exit(127);
-    }
-    pid_ = pid;
-    return true;
-  }
-
-  // Ready, and the backfilled series queryable (the block is loaded at start-up).
-  static bool WaitReady(Clock::time_point t0) {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_connection_timeout(0, 200000);
-    c.set_read_timeout(2, 0);
-    const std::string q = fmt::format(
-        "/api/v1/query?query=count(vllm:prefix_cache_queries_total)&time={}", change_s_);
-    while (Since(t0) < 60) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;  // exited (e.g. port taken)
-        return false;
-      }
-      auto res = c.Get(q);
-      if (res && res->status == 200 &&
-          res->body.find(fmt::format("\"{}\"", kReplicas)) != std::string::npos) {
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-
-  static void StopPrometheus() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 100; ++i) {
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  static std::string url() { return prom_.url(); }
 
   static inline fs::path dir_;
-  static inline pid_t pid_ = -1;
-  static inline int port_ = -1;
+  static inline ttft::testing::PrometheusProcess prom_;
   static inline int64_t start_s_ = 0, change_s_ = 0;
   static inline std::string setup_error_;
 };
@@ -414,7 +328,7 @@ TEST_F(DiagnosePrometheus, ClearErrors) {
   EXPECT_EQ(bare.exit_code, 2);
   EXPECT_THAT(bare.err, ::testing::HasSubstr("--prometheus needs --change-at and --window"));
   // A server that is not there: Unavailable (exit 69) after bounded retries, naming it.
-  const std::string down = fmt::format("http://127.0.0.1:{}", FreePort());
+  const std::string down = fmt::format("http://127.0.0.1:{}", FreeLoopbackPort());
   const auto t0 = Clock::now();
   RunResult off =
       RunTtft(fmt::format("diagnose --prometheus {} --change-at {} --window 600", down, change_s_));

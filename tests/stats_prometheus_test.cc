@@ -5,15 +5,8 @@
 // The server listens on 127.0.0.1 only, every wait is bounded, and the child is
 // killed in teardown (and by PR_SET_PDEATHSIG should this process die first).
 // Skips when prometheus or promtool is absent.
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,14 +24,20 @@
 #include <thread>
 #include <vector>
 
+// integration_test has only include/ on its include path: reach src/ from here.
+#include "../src/telemetry/prometheus_process_testing.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-constexpr const char* kPrometheus = "/usr/bin/prometheus";
-constexpr const char* kPromtool = "/usr/bin/promtool";
+using ttft::testing::FreeLoopbackPort;
+using ttft::testing::HttpGet;
+using ttft::testing::IsExecutable;
+using ttft::testing::kPrometheus;
+using ttft::testing::kPromtool;
+using ttft::testing::UrlEncode;
 constexpr const char* kTtft = "vllm:time_to_first_token_seconds";
 
 // The backfilled data: two engines scraped every kStepS seconds, scrapes 0..kLast.
@@ -81,68 +80,6 @@ RunResult RunTtft(const std::string& args, int timeout_s = 120) {
   r.err = ss.str();
   fs::remove(err_path);
   return r;
-}
-
-// A loopback port nobody listens on (bound, then released).
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// A minimal HTTP/1.0 GET on 127.0.0.1 with a 2 s socket timeout: {status, body};
-// status 0 when the server cannot be reached.
-std::pair<int, std::string> HttpGet(int port, const std::string& target) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return {0, ""};
-  timeval tv{2, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return {0, ""};
-  }
-  const std::string req = "GET " + target + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
-    ::close(fd);
-    return {0, ""};
-  }
-  std::string resp;
-  char buf[8192];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) resp.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  int status = 0;
-  if (std::sscanf(resp.c_str(), "HTTP/%*s %d", &status) != 1) return {0, ""};
-  const size_t body = resp.find("\r\n\r\n");
-  return {status, body == std::string::npos ? "" : resp.substr(body + 4)};
-}
-
-std::string UrlEncode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
 }
 
 // Cumulative state of one engine at scrape k (after its restart, if any).
@@ -207,7 +144,7 @@ std::string OpenMetrics(double t0) {
 class StatsPrometheusCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (::access(kPrometheus, X_OK) != 0 || ::access(kPromtool, X_OK) != 0) return;
+    if (!IsExecutable(kPrometheus) || !IsExecutable(kPromtool)) return;
     // Whole seconds an hour ago: inside the default retention, clear of the head block.
     t0_ = static_cast<double>(std::time(nullptr) / 60 * 60 - 3600);
     dir_ = fs::temp_directory_path() / ("ttft_prom_it_" + std::to_string(::getpid()));
@@ -220,27 +157,31 @@ class StatsPrometheusCli : public ::testing::Test {
                                  (dir_ / "data.om").string() + " " + (dir_ / "data").string() +
                                  " > " + (dir_ / "promtool.log").string() + " 2>&1";
     if (std::system(backfill.c_str()) != 0) {
-      setup_error_ = "promtool backfill failed:\n" + Tail(dir_ / "promtool.log");
+      setup_error_ = "promtool backfill failed:\n" + ttft::testing::TailFile(dir_ / "promtool.log");
       return;
     }
-    // A port picked just before start may be taken meanwhile: try a few.
-    for (int attempt = 0; attempt < 3 && pid_ <= 0; ++attempt) {
-      port_ = FreePort();
-      if (port_ > 0 && Start()) {
-        if (!WaitReady()) Stop();
-      }
+    // Ready and serving the backfilled blocks, within 30 s.
+    const std::string probe =
+        "/api/v1/query?query=" + UrlEncode(std::string("count(") + kTtft + "_count)") +
+        "&time=" + Num(T(kLast));
+    const auto ready = [probe](int port) {
+      if (HttpGet(port, "/-/ready").status != 200) return false;
+      const auto r = HttpGet(port, probe);
+      return r.status == 200 && r.body.find("\"2\"") != std::string::npos;
+    };
+    if (!prom_.Start(dir_ / "prometheus.yml", dir_ / "data", dir_ / "prometheus.log", ready, 30)) {
+      setup_error_ = prom_.error();
     }
-    if (pid_ <= 0) setup_error_ = "prometheus did not become ready; log:\n" + Tail(Log());
   }
 
   static void TearDownTestSuite() {
-    Stop();
+    prom_.Stop();
     std::error_code ec;
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
 
   void SetUp() override {
-    if (::access(kPrometheus, X_OK) != 0 || ::access(kPromtool, X_OK) != 0) {
+    if (!IsExecutable(kPrometheus) || !IsExecutable(kPromtool)) {
       GTEST_SKIP() << kPrometheus << " or " << kPromtool
                    << " is absent: install Debian's prometheus package (scripts/install-deps.sh) "
                       "to test `ttft stats --prometheus` against a real server";
@@ -248,75 +189,8 @@ class StatsPrometheusCli : public ::testing::Test {
     ASSERT_TRUE(setup_error_.empty()) << setup_error_;
   }
 
-  static fs::path Log() { return dir_ / "prometheus.log"; }
-  static std::string Tail(const fs::path& p) {
-    std::ifstream in(p);
-    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return s.size() > 4000 ? s.substr(s.size() - 4000) : s;
-  }
-  static std::string Url() { return "http://127.0.0.1:" + std::to_string(port_); }
+  static std::string Url() { return prom_.url(); }
   static double T(int k) { return t0_ + k * kStepS; }
-
-  static bool Start() {
-    const std::string cfg = "--config.file=" + (dir_ / "prometheus.yml").string();
-    const std::string data = "--storage.tsdb.path=" + (dir_ / "data").string();
-    const std::string listen = "--web.listen-address=127.0.0.1:" + std::to_string(port_);
-    const std::string log = Log().string();
-    const pid_t pid = ::fork();
-    if (pid < 0) return false;
-    if (pid == 0) {
-      // Child: async-signal-safe calls only, then exec.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      const char* argv[] = {kPrometheus,    cfg.c_str(),        data.c_str(),
-                            listen.c_str(), "--log.level=warn", nullptr};
-      ::execv(kPrometheus, const_cast<char* const*>(argv));
-      ::_exit(127);
-    }
-    pid_ = pid;
-    return true;
-  }
-
-  // Ready and serving the backfilled blocks, within 30 s.
-  static bool WaitReady() {
-    const auto t0 = Clock::now();
-    const std::string probe =
-        "/api/v1/query?query=" + UrlEncode(std::string("count(") + kTtft + "_count)") +
-        "&time=" + Num(T(kLast));
-    while (std::chrono::duration<double>(Clock::now() - t0).count() < 30) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;  // exited (e.g. port taken)
-        return false;
-      }
-      if (HttpGet(port_, "/-/ready").first == 200) {
-        auto [code, body] = HttpGet(port_, probe);
-        if (code == 200 && body.find("\"2\"") != std::string::npos) return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-
-  static void Stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 100; ++i) {
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
 
   // Prometheus's own histogram_quantile over the increase between two sample times.
   static double PromQuantile(double q, double t1, double t2, const std::string& matchers) {
@@ -324,7 +198,7 @@ class StatsPrometheusCli : public ::testing::Test {
     const std::string expr = "histogram_quantile(" + Num(q) + ", sum by (le) (" + sel + " @ " +
                              Num(t2) + " - " + sel + " @ " + Num(t1) + "))";
     auto [code, body] =
-        HttpGet(port_, "/api/v1/query?query=" + UrlEncode(expr) + "&time=" + Num(t2));
+        HttpGet(prom_.port(), "/api/v1/query?query=" + UrlEncode(expr) + "&time=" + Num(t2));
     EXPECT_EQ(code, 200) << expr << ": " << body;
     const json j = json::parse(body, nullptr, false);
     if (j.is_discarded() || j["data"]["result"].size() != 1) {
@@ -345,8 +219,7 @@ class StatsPrometheusCli : public ::testing::Test {
   }
 
   static inline fs::path dir_;
-  static inline pid_t pid_ = -1;
-  static inline int port_ = -1;
+  static inline ttft::testing::PrometheusProcess prom_;
   static inline double t0_ = 0;
   static inline std::string setup_error_;
 };
@@ -420,7 +293,7 @@ TEST_F(StatsPrometheusCli, MissingSeriesAndServerDownAreClearErrors) {
   EXPECT_EQ(none.exit_code, 2) << none.err;
   EXPECT_THAT(none.err, ::testing::HasSubstr("no_such_job"));
   // A port nobody listens on: Unavailable (exit 69) after bounded retries.
-  const int down = FreePort();
+  const int down = FreeLoopbackPort();
   ASSERT_GT(down, 0);
   RunResult r = RunTtft("stats --prometheus http://127.0.0.1:" + std::to_string(down) + " --from " +
                         Num(T(1)) + " --to " + Num(T(4)) + " --timeout 1");

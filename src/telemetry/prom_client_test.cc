@@ -4,16 +4,9 @@
 // ttft's histogram quantiles checked against Prometheus's own histogram_quantile.
 // Everything listens on 127.0.0.1 only; the Prometheus child is killed in teardown
 // (and by PR_SET_PDEATHSIG should this process die first).
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,6 +19,7 @@
 #include <random>
 #include <thread>
 
+#include "telemetry/prometheus_process_testing.h"
 #include "ttft/telemetry.h"
 
 namespace ttft {
@@ -38,22 +32,8 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// A loopback port nobody listens on (bound, then released).
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using ttft::testing::FreeLoopbackPort;
+using ttft::testing::kPrometheus;
 
 // An httplib server on 127.0.0.1 and an ephemeral port, run on its own thread.
 class LoopbackServer {
@@ -97,7 +77,7 @@ PromClientOptions FastOptions() {
 // ---------------------------------------------------------------------------
 
 TEST(PromClient, ServerDownIsUnavailableAfterBoundedRetriesWithBackoff) {
-  const int port = FreePort();
+  const int port = FreeLoopbackPort();
   ASSERT_GT(port, 0);
   const std::string url = fmt::format("http://127.0.0.1:{}", port);
   auto client = PromClient::Create(url, FastOptions());
@@ -202,7 +182,6 @@ TEST(PromClient, RejectsBadUrlsAndWindows) {
 // Against a real Prometheus server
 // ---------------------------------------------------------------------------
 
-constexpr const char* kPrometheus = "/usr/bin/prometheus";
 constexpr int kObsPerScrape = 200;
 constexpr int kPhaseBFrom = 5;  // scrapes 1-4 fast (baseline), 5-9 slow (incident)
 constexpr int kResetAt = 10;    // the "replica" restarts before serving scrape 10
@@ -302,7 +281,7 @@ class FakeVllm {
 class LivePrometheus : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (::access(kPrometheus, X_OK) != 0) return;  // each test skips
+    if (!ttft::testing::IsExecutable(kPrometheus)) return;  // each test skips
     const auto t0 = Clock::now();
     exporter_ = new FakeVllm();
     const int exporter_port = exporter_->Start();
@@ -318,14 +297,11 @@ class LivePrometheus : public ::testing::Test {
           << "scrape_configs:\n  - job_name: ttft_test\n    static_configs:\n"
           << "      - targets: ['127.0.0.1:" << exporter_port << "']\n";
     }
-    // A port picked just before start may be taken meanwhile: try a few.
-    for (int attempt = 0; attempt < 3 && pid_ <= 0; ++attempt) {
-      port_ = FreePort();
-      if (!StartPrometheus()) continue;
-      if (!WaitReady(t0)) StopPrometheus();
-    }
-    if (pid_ <= 0) {
-      setup_error_ = "prometheus did not become ready; log:\n" + Log();
+    const auto ready = [](int port) {
+      return ttft::testing::HttpGet(port, "/-/ready", 1).status == 200;
+    };
+    if (!prom_.Start(dir_ / "prometheus.yml", dir_ / "data", dir_ / "prometheus.log", ready, 30)) {
+      setup_error_ = prom_.error();
       return;
     }
     // Wait (bounded) until every scrape we need is in the TSDB.
@@ -340,7 +316,7 @@ class LivePrometheus : public ::testing::Test {
   }
 
   static void TearDownTestSuite() {
-    StopPrometheus();
+    prom_.Stop();
     delete exporter_;
     exporter_ = nullptr;
     std::error_code ec;
@@ -348,7 +324,7 @@ class LivePrometheus : public ::testing::Test {
   }
 
   void SetUp() override {
-    if (::access(kPrometheus, X_OK) != 0) {
+    if (!ttft::testing::IsExecutable(kPrometheus)) {
       GTEST_SKIP() << kPrometheus << " is absent: install Debian's prometheus package "
                    << "(scripts/install-deps.sh) to compare with a real server";
     }
@@ -367,72 +343,10 @@ class LivePrometheus : public ::testing::Test {
     }
   }
 
-  static std::string url() { return fmt::format("http://127.0.0.1:{}", port_); }
+  static std::string url() { return prom_.url(); }
   static double NowS() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
         .count();
-  }
-  static std::string Log() {
-    std::ifstream in(dir_ / "prometheus.log");
-    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return s.size() > 4000 ? s.substr(s.size() - 4000) : s;
-  }
-
-  static bool StartPrometheus() {
-    const std::string cfg = "--config.file=" + (dir_ / "prometheus.yml").string();
-    const std::string data = "--storage.tsdb.path=" + (dir_ / "data").string();
-    const std::string listen = fmt::format("--web.listen-address=127.0.0.1:{}", port_);
-    const std::string log = (dir_ / "prometheus.log").string();
-    const pid_t pid = ::fork();
-    if (pid < 0) return false;
-    if (pid == 0) {
-      // Child: async-signal-safe calls only, then exec.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      const char* argv[] = {kPrometheus,    cfg.c_str(),        data.c_str(),
-                            listen.c_str(), "--log.level=warn", nullptr};
-      ::execv(kPrometheus, const_cast<char* const*>(argv));
-      ::_exit(127);
-    }
-    pid_ = pid;
-    return true;
-  }
-
-  static bool WaitReady(Clock::time_point t0) {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_connection_timeout(0, 200000);
-    c.set_read_timeout(1, 0);
-    while (Since(t0) < 30) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;  // exited (e.g. port taken)
-        return false;
-      }
-      auto res = c.Get("/-/ready");
-      if (res && res->status == 200) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-
-  static void StopPrometheus() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 100; ++i) {
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
   }
 
   // Prometheus's own histogram_quantile over the increase between two sample times
@@ -467,8 +381,7 @@ class LivePrometheus : public ::testing::Test {
 
   static inline FakeVllm* exporter_ = nullptr;
   static inline fs::path dir_;
-  static inline pid_t pid_ = -1;
-  static inline int port_ = -1;
+  static inline ttft::testing::PrometheusProcess prom_;
   static inline std::string setup_error_;
   static inline double ready_s_ = 0;
   std::optional<PromClient> client_;
