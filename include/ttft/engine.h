@@ -166,6 +166,13 @@ class Replica {
   // limit), dropping any planned step.
   void AbortAll(double now, const FinishFn& on_finish);
 
+  // The client of request `request_seq` disconnected at `now` (vLLM's abort_request).
+  // A WAITING request ends at once. A RUNNING one ends with status kAborted when the
+  // step in progress finishes (vLLM processes aborts between steps); a planned run of
+  // decode steps is cut there, so call it before re-planning: the fleet calls
+  // Interrupt(now) first. Returns false when the replica does not hold the request.
+  bool Abort(int64_t request_seq, double now, const FinishFn& on_finish);
+
   // Longest prefix of the request's block hashes present in the prefix cache, in blocks.
   // Approximate: binary search, exact when a chain's cached blocks form a prefix
   // (the common case, since LRU eviction frees a chain's tail first).
@@ -198,6 +205,8 @@ class Replica {
   double PlanSingleStep(double now);
   int64_t DecodeRunLength() const;
   void Finish(Seq& s, RequestStatus status, const FinishFn& on_finish);
+  // Ends running sequences whose client disconnected, after a step's tokens.
+  void FinishAborted(double now, const FinishFn& on_finish);
 
   EngineConfig config_;
   CostModel cost_;
@@ -224,6 +233,7 @@ class Replica {
   std::vector<double> run_ends_;
   std::vector<double> run_durations_;
   int64_t steps_executed_ = 0;
+  int64_t abort_pending_ = 0;  // running sequences with abort_requested
 };
 
 }  // namespace ttft

@@ -25,8 +25,8 @@
 #ifndef TTFT_WORKLOAD_H_
 #define TTFT_WORKLOAD_H_
 
-#include <cstdint>
 #include <climits>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
@@ -79,14 +79,18 @@ class Rng {
 struct Distribution {
   enum class Kind : uint8_t { kFixed, kUniform, kLognormal, kEmpirical };
   Kind kind = Kind::kFixed;
-  double value = 0;           // kFixed
-  double min = 0, max = 0;    // kUniform (inclusive)
-  double mean = 0, cv = 0;    // kLognormal: mean and coefficient of variation
+  double value = 0;                     // kFixed
+  double min = 0, max = 0;              // kUniform (inclusive)
+  double mean = 0, cv = 0;              // kLognormal: mean and coefficient of variation
   double clamp_min = 0, clamp_max = 0;  // kLognormal: 0 = no clamp
-  std::vector<double> values;   // kEmpirical: sampled uniformly (or by weights)
-  std::vector<double> weights;  // kEmpirical: optional, same length as values
+  std::vector<double> values;           // kEmpirical: sampled uniformly (or by weights)
+  std::vector<double> weights;          // kEmpirical: optional, same length as values
 
-  static Distribution Fixed(double v) { Distribution d; d.value = v; return d; }
+  static Distribution Fixed(double v) {
+    Distribution d;
+    d.value = v;
+    return d;
+  }
   // Draws one value. Hand-rolled transforms (not std::*_distribution) so results
   // do not depend on the standard library's implementation.
   double Sample(Rng& rng) const;
@@ -97,10 +101,10 @@ enum class SegmentKind : uint8_t { kStatic, kPerTenant, kPerUser, kPerRequest };
 std::string_view ToString(SegmentKind k);
 
 struct SegmentSpec {
-  std::string name;           // e.g. "system_prompt", "timestamp"
+  std::string name;  // e.g. "system_prompt", "timestamp"
   SegmentKind kind = SegmentKind::kStatic;
-  std::string content;        // static: the content id (defaults to `name`)
-  Distribution tokens;        // static: sampled once; per_user: once per user
+  std::string content;  // static: the content id (defaults to `name`)
+  Distribution tokens;  // static: sampled once; per_user: once per user
 };
 
 // One version of a prompt template: its segments in order.
@@ -123,8 +127,8 @@ struct RatePiece {
 struct ArrivalSpec {
   enum class Kind : uint8_t { kPoisson, kGamma };
   Kind kind = Kind::kPoisson;
-  double rate_rps = 0;          // REQUIRES: > 0 unless pieces set the rate
-  double cv = 1;                // kGamma: coefficient of variation of the gaps
+  double rate_rps = 0;            // REQUIRES: > 0 unless pieces set the rate
+  double cv = 1;                  // kGamma: coefficient of variation of the gaps
   std::vector<RatePiece> pieces;  // sorted by from_s; overrides rate_rps from from_s
 };
 
@@ -134,10 +138,13 @@ struct TenantSpec {
   std::string template_name;
   std::string template_version;  // active at t = 0
   Distribution output_tokens;
-  int64_t users = 1000;          // population for per_user segments
-  std::string region;            // "" = any region
-  std::string pool;              // "" = any pool
-  std::string cache_salt;        // vLLM cache_salt: isolates this tenant's cache
+  int64_t users = 1000;    // population for per_user segments
+  std::string region;      // "" = any region
+  std::string pool;        // "" = any pool
+  std::string cache_salt;  // vLLM cache_salt: isolates this tenant's cache
+  // The client disconnects this long after sending if the request has not
+  // finished (0: never); the server then aborts it, as vLLM does on disconnect.
+  double timeout_s = 0;
 };
 
 // A trace to replay (../shared/data/traces/README.md describes both formats).
@@ -164,8 +171,9 @@ struct Request {
   // them. A hint the engine uses to keep them out of its shared hash map; it
   // changes no result.
   int32_t unique_from_block = INT32_MAX;
-  int32_t tenant = 0;      // index into WorkloadSpec::tenant names
-  int32_t template_label = 0;  // index into RequestSource::template_labels()
+  int32_t tenant = 0;           // index into WorkloadSpec::tenant names
+  int32_t template_label = 0;   // index into RequestSource::template_labels()
+  double client_timeout_s = 0;  // TenantSpec::timeout_s (0: the client waits forever)
 };
 
 // A tenant's template switches to `version` at `at_s` (a deploy_template event).
@@ -251,7 +259,7 @@ struct SharedPrefixPrompt {
 // The shuffled prompts of `spec`, drawn from `seed`. Prompts with the same group
 // share their BOS + system pieces (equal keys), so they share KV blocks.
 std::vector<SharedPrefixPrompt> BuildSharedPrefixPrompts(const SharedPrefixSpec& spec,
-                                                        uint64_t seed);
+                                                         uint64_t seed);
 
 // inference-perf's ConstantLoadTimer: N = int(rate_rps * duration_s) send times in
 // (start_s + 1, start_s + 1 + duration_s], the last exactly at the end.

@@ -334,6 +334,7 @@ struct Replica::Seq {
   double itl_sum_s = 0;
   double itl_max_s = 0;
   int32_t preemptions = 0;
+  bool abort_requested = false;  // the client disconnected; ends after the current step
 };
 
 Replica::Replica(const EngineConfig& config, int64_t num_blocks)
@@ -372,7 +373,51 @@ void Replica::AbortAll(double now, const FinishFn& on_finish) {
   all.insert(all.end(), waiting_.begin(), waiting_.end());
   running_.clear();
   waiting_.clear();
+  abort_pending_ = 0;
   for (Seq* s : all) {
+    s->last_token_s = std::max(s->last_token_s, now);
+    Finish(*s, RequestStatus::kAborted, on_finish);
+  }
+}
+
+bool Replica::Abort(int64_t request_seq, double now, const FinishFn& on_finish) {
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    Seq* s = *it;
+    if (s->req->seq != request_seq) continue;
+    waiting_.erase(it);
+    s->last_token_s = std::max(s->last_token_s, now);
+    Finish(*s, RequestStatus::kAborted, on_finish);
+    return true;
+  }
+  for (Seq* s : running_) {
+    if (s->req->seq != request_seq) continue;
+    if (!s->abort_requested) {
+      s->abort_requested = true;
+      ++abort_pending_;
+    }
+    if (!step_planned_) FinishAborted(now, on_finish);
+    return true;
+  }
+  return false;
+}
+
+void Replica::FinishAborted(double now, const FinishFn& on_finish) {
+  if (abort_pending_ == 0) return;
+  auto it = std::stable_partition(running_.begin(), running_.end(),
+                                  [](const Seq* s) { return !s->abort_requested; });
+  std::vector<Seq*> done(it, running_.end());
+  running_.erase(it, running_.end());
+  // A flagged sequence preempted before its step ended waits in WAITING.
+  for (auto w = waiting_.begin(); w != waiting_.end();) {
+    if ((*w)->abort_requested) {
+      done.push_back(*w);
+      w = waiting_.erase(w);
+    } else {
+      ++w;
+    }
+  }
+  abort_pending_ = 0;
+  for (Seq* s : done) {
     s->last_token_s = std::max(s->last_token_s, now);
     Finish(*s, RequestStatus::kAborted, on_finish);
   }
@@ -540,6 +585,8 @@ void Replica::Finish(Seq& s, RequestStatus status, const FinishFn& on_finish) {
       ++metrics_.success_length;
     else
       ++metrics_.success_stop;
+  } else if (status == RequestStatus::kAborted) {
+    ++metrics_.success_abort;  // vllm:request_success_total{finished_reason="abort"}
   }
   FreeSeq(s);
   if (on_finish) on_finish(f);
@@ -759,6 +806,7 @@ void Replica::FinishStep(double now, const FinishFn& on_finish) {
   if (run_steps_ > 0) {
     CommitRunSteps(run_steps_ - run_next_, &on_finish);
     run_steps_ = 0;
+    FinishAborted(now, on_finish);
     return;
   }
   ++steps_executed_;
@@ -797,6 +845,7 @@ void Replica::FinishStep(double now, const FinishFn& on_finish) {
     running_.erase(it, running_.end());
     for (Seq* s : done) Finish(*s, RequestStatus::kOk, on_finish);
   }
+  FinishAborted(now, on_finish);
 }
 
 Status Replica::CheckInvariants() const {

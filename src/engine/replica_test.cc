@@ -237,6 +237,47 @@ TEST(DecodeRun, MatchesStepByStepAndInterruptIsExact) {
   EXPECT_EQ(run.replica.metrics().generation_tokens, ref.replica.metrics().generation_tokens);
 }
 
+// A client disconnect (vLLM abort_request): a WAITING request ends at once; a
+// RUNNING one ends after the step in progress, its blocks freed, counted as
+// finished_reason "abort".
+TEST(Abort, WaitingEndsAtOnceRunningAfterTheStep) {
+  EngineConfig c = SmallConfig(1000);
+  c.max_num_seqs = 1;
+  Harness h(c);
+  h.replica.Enqueue(MakeRequest(0, 64, 500, 1, 0), 0, h.fn);
+  h.replica.Enqueue(MakeRequest(1, 64, 5, 1, 0), 0, h.fn);
+  const double end = h.replica.StartStep(0);  // request 0's prefill; 1 waits
+  ASSERT_GT(end, 0);
+  EXPECT_TRUE(h.replica.Abort(1, end / 2, h.fn));
+  ASSERT_EQ(h.finished.size(), 1u);
+  EXPECT_EQ(h.by_seq[1].status, RequestStatus::kAborted);
+  EXPECT_DOUBLE_EQ(h.by_seq[1].last_token_s, end / 2);
+  EXPECT_EQ(h.replica.num_waiting(), 0);
+  h.now = end;
+  h.replica.FinishStep(end, h.fn);
+  // Request 0 now decodes in a long run; the client leaves mid-run. The fleet cuts
+  // the run at the step in progress (Interrupt) and the abort applies there.
+  const double run_end = h.replica.StartStep(end);
+  ASSERT_GT(run_end, end);
+  const double t = end + (run_end - end) / 3;
+  const double cut = h.replica.Interrupt(t);
+  EXPECT_LT(cut, run_end);
+  EXPECT_TRUE(h.replica.Abort(0, t, h.fn));
+  EXPECT_EQ(h.finished.size(), 1u);  // not before the step ends
+  h.replica.FinishStep(cut, h.fn);
+  ASSERT_EQ(h.finished.size(), 2u);
+  EXPECT_EQ(h.by_seq[0].status, RequestStatus::kAborted);
+  EXPECT_DOUBLE_EQ(h.by_seq[0].last_token_s, cut);
+  EXPECT_GT(h.by_seq[0].output_tokens, 1);
+  EXPECT_LT(h.by_seq[0].output_tokens, 500);
+  EXPECT_TRUE(h.replica.idle() || h.replica.num_outstanding() == 0);
+  EXPECT_EQ(h.replica.num_free_blocks(), h.replica.num_blocks());
+  EXPECT_EQ(h.replica.metrics().success_abort, 2u);
+  EXPECT_EQ(h.replica.metrics().success_stop, 0u);
+  EXPECT_TRUE(h.replica.CheckInvariants().ok());
+  EXPECT_FALSE(h.replica.Abort(0, t, h.fn));  // gone
+}
+
 // Property: random arrivals on a tight cache; every request ends exactly once,
 // durations are non-negative, invariants hold after every step.
 TEST(Property, RandomLoadOnTightCache) {

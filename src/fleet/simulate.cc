@@ -11,6 +11,8 @@
 #include <map>
 #include <queue>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "ttft/fleet.h"
 
 namespace ttft {
@@ -84,7 +86,15 @@ Status ValidateScenario(const Scenario& sc) {
 
 namespace {
 
-enum class EvType : uint8_t { kTimed = 0, kStepEnd = 1, kEnqueue = 2, kArrival = 3, kScrape = 4 };
+// At equal times: events, step ends, enqueues, client timeouts, arrivals, scrapes.
+enum class EvType : uint8_t {
+  kTimed = 0,
+  kStepEnd = 1,
+  kEnqueue = 2,
+  kTimeout = 3,
+  kArrival = 4,
+  kScrape = 5
+};
 
 struct Ev {
   double t;
@@ -153,6 +163,11 @@ class Simulation {
   bool arrivals_done_ = false;
   std::map<uint64_t, std::unique_ptr<Request>> in_front_end_;  // ordered: deterministic
   uint64_t rr_counter_ = 0;
+  // Requests whose client has a timeout, by Request::seq: the slot holding them, or
+  // kInFrontEnd. Erased when their span is written.
+  static constexpr int32_t kInFrontEnd = -1;
+  absl::flat_hash_map<int64_t, int32_t> timed_requests_;
+  absl::flat_hash_set<int64_t> timed_out_in_front_end_;
   std::string model_label_;
   Status sink_status_;
   SimulationResult result_;
@@ -218,8 +233,7 @@ int32_t Simulation::Route(const Request& req) {
       for (size_t k = 0; k < n; ++k) {
         const int32_t i = cand[(start + k) % n];
         const double hit =
-            static_cast<double>(
-                slots_[static_cast<size_t>(i)].engine->CachedPrefixBlocks(req)) /
+            static_cast<double>(slots_[static_cast<size_t>(i)].engine->CachedPrefixBlocks(req)) /
             blocks;
         const double l = static_cast<double>(load(i)) / static_cast<double>(max_load + 1);
         const double score = sc_.router.prefix_weight * hit - sc_.router.load_weight * l;
@@ -266,6 +280,7 @@ void Simulation::EmitNotEnqueued(const Request& req, RequestStatus status, doubl
 void Simulation::EmitSpan(const FinishedRequest& f, const std::string& replica,
                           const std::string& region, const std::string& deploy) {
   const Request& r = *f.request;
+  if (r.client_timeout_s > 0) timed_requests_.erase(r.seq);
   Span sp;
   sp.request_id = fmt::format("req-{:09d}", r.seq);
   sp.arrival_s = r.arrival_s;
@@ -495,6 +510,15 @@ Result<SimulationResult> Simulation::Run() {
         in_front_end_.erase(it);
         Slot& s = slots_[static_cast<size_t>(ev.idx)];
         --s.in_front_end;
+        if (req->client_timeout_s > 0) {
+          if (timed_out_in_front_end_.erase(req->seq) > 0) {
+            // The client left before the engine saw the request: it never runs.
+            EmitNotEnqueued(*req, RequestStatus::kAborted, now, s.spec.name);
+            MaybeFinalizePending(ev.idx, now);
+            break;
+          }
+          timed_requests_[req->seq] = ev.idx;
+        }
         s.engine->Enqueue(std::move(req), now, [&](const FinishedRequest& f) { EmitSpan(f, s); });
         Kick(ev.idx, now);
         MaybeFinalizePending(ev.idx, now);
@@ -511,11 +535,33 @@ Result<SimulationResult> Simulation::Run() {
           Slot& s = slots_[static_cast<size_t>(idx)];
           ++s.in_front_end;
           const uint64_t key = order_;
+          if (req->client_timeout_s > 0) {
+            timed_requests_[req->seq] = kInFrontEnd;
+            Push(now + req->client_timeout_s, EvType::kTimeout, 0, static_cast<uint64_t>(req->seq));
+          }
           in_front_end_[key] = std::move(req);
           Push(now + s.spec.engine.cost.front_end_s, EvType::kEnqueue, idx, key);
         }
         TTFT_ASSIGN_OR_RETURN(bool more, PullArrival());
         (void)more;
+        break;
+      }
+      case EvType::kTimeout: {
+        const auto seq = static_cast<int64_t>(ev.gen);
+        auto it = timed_requests_.find(seq);
+        if (it == timed_requests_.end()) break;  // finished in time
+        const int32_t idx = it->second;
+        if (idx == kInFrontEnd) {
+          timed_requests_.erase(it);
+          timed_out_in_front_end_.insert(seq);
+          break;
+        }
+        Slot& s = slots_[static_cast<size_t>(idx)];
+        // Cut a planned decode run at the step in progress, where the abort applies.
+        if (s.engine->step_planned()) Kick(idx, now);
+        s.engine->Abort(seq, now, [&](const FinishedRequest& f) { EmitSpan(f, s); });
+        if (!s.engine->step_planned()) Kick(idx, now);
+        MaybeFinalizePending(idx, now);
         break;
       }
       case EvType::kScrape:

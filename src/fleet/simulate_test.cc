@@ -348,5 +348,57 @@ TEST(Simulate, OverloadTruncatesAtDrainLimitAndReportsAborts) {
   EXPECT_GT(aborted, 0);
 }
 
+// Clients with a timeout: under overload the ones that wait too long disconnect and
+// vLLM aborts their requests. Each ends once, no later than its timeout plus one
+// engine step, and the abort counter matches the spans. A timeout nobody reaches
+// changes nothing.
+TEST(Simulate, ClientTimeoutsAbortRequestsUnderOverload) {
+  constexpr double kTimeout = 4.0;
+  Scenario sc = SmallScenario(4, 1, 200, RouterSpec::Kind::kRoundRobin);
+  sc.duration_s = sc.workload.duration_s = 20;
+  for (TenantSpec& t : sc.workload.tenants) t.timeout_s = kTimeout;
+  CollectSink sink;
+  auto r = Simulate(sc, sink, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->truncated);
+  CheckSpanProperties(sink.spans, r->requests);
+  int64_t aborted = 0, ok = 0;
+  for (const Span& s : sink.spans) {
+    if (s.status == RequestStatus::kOk) {
+      ++ok;
+      EXPECT_LE(s.e2e_s, kTimeout + 0.5) << s.request_id;
+    } else {
+      ASSERT_EQ(s.status, RequestStatus::kAborted) << s.request_id;
+      ++aborted;
+      EXPECT_GE(s.e2e_s, kTimeout - 1e-9) << s.request_id;
+      EXPECT_LE(s.e2e_s, kTimeout + 0.5) << s.request_id;  // one step at most
+    }
+  }
+  EXPECT_GT(aborted, 0);
+  EXPECT_GT(ok, 0);
+  // The last snapshot counts every abort as finished_reason="abort".
+  const std::string& last = sink.snapshots.back();
+  const std::string key = "finished_reason=\"abort\"";
+  double counted = 0;
+  for (size_t pos = last.find(key); pos != std::string::npos; pos = last.find(key, pos + 1)) {
+    const size_t eol = last.find('\n', pos);
+    const size_t sp = last.rfind(' ', eol);
+    counted += std::stod(last.substr(sp + 1, eol - sp - 1));
+  }
+  EXPECT_EQ(counted, static_cast<double>(aborted));
+
+  // A timeout no request reaches gives the same spans as no timeout at all.
+  Scenario calm = SmallScenario(5, 2, 10, RouterSpec::Kind::kLeastOutstanding);
+  CollectSink plain, with_timeout;
+  ASSERT_TRUE(Simulate(calm, plain, {}).ok());
+  for (TenantSpec& t : calm.workload.tenants) t.timeout_s = 600;
+  ASSERT_TRUE(Simulate(calm, with_timeout, {}).ok());
+  ASSERT_EQ(plain.spans.size(), with_timeout.spans.size());
+  for (size_t i = 0; i < plain.spans.size(); ++i) {
+    EXPECT_EQ(plain.spans[i].request_id, with_timeout.spans[i].request_id);
+    EXPECT_EQ(plain.spans[i].e2e_s, with_timeout.spans[i].e2e_s);
+  }
+}
+
 }  // namespace
 }  // namespace ttft

@@ -517,7 +517,7 @@ Status Parser::ParseTenants(const YAML::Node& n, Scenario& sc) {
     TTFT_RETURN_IF_ERROR(
         CheckMap(t, p,
                  {"name", "template", "version", "rate_rps", "weight", "arrival", "cv",
-                  "output_tokens", "users", "region", "pool", "cache_salt"}));
+                  "output_tokens", "users", "region", "pool", "cache_salt", "timeout_s"}));
     for (const char* key : {"name", "template"}) {
       TTFT_RETURN_IF_ERROR(Require(t, p, key));
     }
@@ -575,6 +575,7 @@ Status Parser::ParseTenants(const YAML::Node& n, Scenario& sc) {
       if (ten.users < 1) return ErrGot(t["users"], Join(p, "users"), "must be >= 1");
     }
     TTFT_RETURN_IF_ERROR(OptStr(t, p, "cache_salt", ten.cache_salt));
+    TTFT_RETURN_IF_ERROR(OptNum(t, p, "timeout_s", ten.timeout_s, 0, true));
     TTFT_RETURN_IF_ERROR(OptStr(t, p, "region", ten.region));
     TTFT_RETURN_IF_ERROR(OptStr(t, p, "pool", ten.pool));
     if (!ten.region.empty() && !regions_.count(ten.region)) {

@@ -307,6 +307,17 @@ TEST(ScenarioTest, SharedPrefixErrorsNameLineAndField) {
             "s.yaml:15: shared_prefix[0].length_jitter: must be in [0, 1), got 1");
 }
 
+TEST(ScenarioTest, TenantTimeout) {
+  std::string s = kBase;
+  s.replace(s.find("rate_rps: 1}"), 12, "rate_rps: 1, timeout_s: 30}");
+  auto sc = ParseScenario(s, "s.yaml", ".");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->workload.tenants[0].timeout_s, 30);
+  std::string bad = kBase;
+  bad.replace(bad.find("rate_rps: 1}"), 12, "rate_rps: 1, timeout_s: -2}");
+  EXPECT_EQ(ErrorOf(bad), "s.yaml:13: tenants[0].timeout_s: must be >= 0, got -2");
+}
+
 // Every cost-model parameter can be set from a scenario, and is range-checked.
 TEST(ScenarioTest, AllCostParametersParse) {
   std::string s = kBase;

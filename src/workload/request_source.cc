@@ -463,6 +463,7 @@ Status RequestSourceImpl::Refill(TenantSource& s) {
   r.arrival_s = s.t;
   r.tenant = s.index;
   r.template_label = plan.label;
+  r.client_timeout_s = s.spec->timeout_s;
   s.pieces.clear();
   int64_t prompt = 0;
   int64_t first_unique_token = -1;
