@@ -144,6 +144,9 @@ struct DiagnoseOptions {
   int64_t max_test_samples = 50000;
   // Time-series buckets for the report's charts.
   int time_buckets = 40;
+  // Compute the baseline and incident windows on two threads when they hold 200,000
+  // spans or more between them (the report is the same either way).
+  bool parallel = true;
 };
 
 struct DiagnosisInput {

@@ -299,13 +299,25 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
   const DiagnoseOptions& opt = in.options;
 
   std::vector<uint32_t> rows_a, rows_b;
-  diag::StatsScratch scratch;  // shared by the two windows' stats
+  // Large windows are computed on two threads (one each), small ones in turn.
+  const bool par =
+      has_spans && opt.parallel &&
+      A.table->size() + (B.table == A.table ? 0 : B.table->size()) >= diag::kParallelRows;
+  diag::StatsScratch scratch, scratch_b;  // in turn, one scratch serves both windows
   if (has_spans) {
-    rows_a = RowsIn(A);
-    rows_b = RowsIn(B);
-    rep.baseline = diag::ComputeWindowStats(*A.table, rows_a, A.from_s, A.to_s, scratch);
-    rep.incident = diag::ComputeWindowStats(*B.table, rows_b, B.from_s, B.to_s, scratch);
+    diag::StatsScratch& sb = par ? scratch_b : scratch;
+    diag::RunBoth(
+        par,
+        [&] {
+          rows_a = RowsIn(A);
+          rep.baseline = diag::ComputeWindowStats(*A.table, rows_a, A.from_s, A.to_s, scratch);
+        },
+        [&] {
+          rows_b = RowsIn(B);
+          rep.incident = diag::ComputeWindowStats(*B.table, rows_b, B.from_s, B.to_s, sb);
+        });
     scratch = {};  // the groups below keep their own buffers
+    scratch_b = {};
     if (has_metrics) {
       auto ma = WindowStatsFromMetrics(in.baseline_snapshots, A.from_s, A.to_s);
       auto mb = WindowStatsFromMetrics(in.incident_snapshots, B.from_s, B.to_s);
@@ -351,8 +363,9 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
   // Significance and the verdict.
   std::vector<double> sa, sb;
   if (has_spans) {
-    sa = TtftSample(*A.table, rows_a, opt.max_test_samples);
-    sb = TtftSample(*B.table, rows_b, opt.max_test_samples);
+    diag::RunBoth(
+        par, [&] { sa = TtftSample(*A.table, rows_a, opt.max_test_samples); },
+        [&] { sb = TtftSample(*B.table, rows_b, opt.max_test_samples); });
     rep.test_samples_baseline = static_cast<int64_t>(sa.size());
     rep.test_samples_incident = static_cast<int64_t>(sb.size());
   }
@@ -422,10 +435,16 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
       // Every group's stats in one pass per window (not one strided gather per group).
       std::vector<diag::GroupStats> stats_a, stats_b;
       if (g.names.size() > 1) {
-        stats_a = diag::ComputeGroupStats(*A.table, rows_a, g.group_of_set_a, g.names.size(),
-                                          A.from_s, A.to_s, thr);
-        stats_b = diag::ComputeGroupStats(*B.table, rows_b, g.group_of_set_b, g.names.size(),
-                                          B.from_s, B.to_s, thr);
+        diag::RunBoth(
+            par,
+            [&] {
+              stats_a = diag::ComputeGroupStats(*A.table, rows_a, g.group_of_set_a, g.names.size(),
+                                                A.from_s, A.to_s, thr);
+            },
+            [&] {
+              stats_b = diag::ComputeGroupStats(*B.table, rows_b, g.group_of_set_b, g.names.size(),
+                                                B.from_s, B.to_s, thr);
+            });
       }
       GroupSplit split;
       split.dimension = std::string(ToString(label));

@@ -220,8 +220,11 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
                              hw->gpu.name);
   const double la = in.baseline.to_s - in.baseline.from_s;
   const double lb = in.incident.to_s - in.incident.from_s;
-  const auto loads_a = Loads(*in.baseline.table, rows_a, la, cm, &m.prefill_compute_before_s);
-  const auto loads_b = Loads(*in.incident.table, rows_b, lb, cm, &m.prefill_compute_after_s);
+  std::vector<ReplicaLoad> loads_a, loads_b;
+  diag::RunBoth(
+      o.parallel && rows_a.size() + rows_b.size() >= diag::kParallelRows,
+      [&] { loads_a = Loads(*in.baseline.table, rows_a, la, cm, &m.prefill_compute_before_s); },
+      [&] { loads_b = Loads(*in.incident.table, rows_b, lb, cm, &m.prefill_compute_after_s); });
   if (loads_a.empty() || loads_b.empty()) return m;
   auto busiest = [](const std::vector<ReplicaLoad>& v) {
     return *std::max_element(v.begin(), v.end(), [](const ReplicaLoad& x, const ReplicaLoad& y) {

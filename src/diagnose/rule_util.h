@@ -10,6 +10,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "ttft/diagnose.h"
@@ -100,6 +102,23 @@ struct GroupStats {
 std::vector<GroupStats> ComputeGroupStats(const SpanTable& t, std::span<const uint32_t> rows,
                                           std::span<const int> group_of_set, size_t groups,
                                           double from_s, double to_s, double threshold);
+
+// Runs `a` and `b`, which must not share mutable state: `b` on a second thread when
+// `parallel` (the baseline and incident windows of a large diagnosis, on two cores),
+// else one after the other. The results do not depend on which.
+template <typename A, typename B>
+void RunBoth(bool parallel, A&& a, B&& b) {
+  if (!parallel || std::thread::hardware_concurrency() < 2) {
+    a();
+    b();
+    return;
+  }
+  std::jthread other(std::forward<B>(b));
+  a();
+}
+
+// Windows with at least this many rows between them are computed on two threads.
+inline constexpr size_t kParallelRows = 200000;
 
 // Registered rule factories (one per file).
 std::unique_ptr<HypothesisRule> MakePrefixCacheCollapseRule();
