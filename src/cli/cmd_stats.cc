@@ -228,7 +228,7 @@ Status Run(const StatsFlags& flags) {
     } else {
       SpanTable table;
       for (const std::string& in : flags.inputs)
-        TTFT_RETURN_IF_ERROR(ReadSpans(in, read, table, report));
+        TTFT_RETURN_IF_ERROR(ReadSpanTable(in, read, table, report));
       table.ShrinkToFit();
       TTFT_ASSIGN_OR_RETURN(groups, SummarizeSpans(table, summary));
     }
