@@ -10,37 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include "run_ttft.h"
 
 namespace {
 
+using ttft::testing::RunResult;
+using ttft::testing::RunTtft;
+
 namespace fs = std::filesystem;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;  // standard output
-  std::string err;  // standard error
-};
-
-// Runs `ttft ARGS` with a time limit; standard error goes to a temp file.
-RunResult RunTtft(const std::string& args, int timeout_s = 300) {
-  const fs::path err_path = fs::temp_directory_path() / ("ttft_err_" + std::to_string(::getpid()));
-  const std::string cmd = "timeout " + std::to_string(timeout_s) + " " TTFT_BINARY " " + args +
-                          " 2>" + err_path.string();
-  RunResult r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 65536> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream f(err_path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.err = ss.str();
-  fs::remove(err_path);
-  return r;
-}
 
 fs::path TempDir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("ttft_it_" + name + "_" + std::to_string(::getpid()));

@@ -30,9 +30,13 @@
 #include <vector>
 
 // integration_test has only include/ on its include path: reach src/ from here.
-#include "../src/telemetry/prometheus_process_testing.h"
+#include "run_ttft.h"
+#include "telemetry/prometheus_process_testing.h"
 
 namespace {
+
+using ttft::testing::RunResult;
+using ttft::testing::RunTtft;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -48,33 +52,6 @@ constexpr int kPerScrape = 30;  // requests per replica per scrape interval (2 r
 
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// Runs `ttft ARGS` under `timeout`; standard error goes to a temp file.
-RunResult RunTtft(const std::string& args, int timeout_s = 120) {
-  const fs::path err_path =
-      fs::temp_directory_path() / ("ttft_diagprom_err_" + std::to_string(::getpid()));
-  const std::string cmd = "timeout " + std::to_string(timeout_s) + " " TTFT_BINARY " " + args +
-                          " 2>" + err_path.string();
-  RunResult r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 65536> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream f(err_path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.err = ss.str();
-  fs::remove(err_path);
-  return r;
 }
 
 // A cumulative histogram as a vLLM replica exposes it.

@@ -25,9 +25,13 @@
 #include <vector>
 
 // integration_test has only include/ on its include path: reach src/ from here.
-#include "../src/telemetry/prometheus_process_testing.h"
+#include "run_ttft.h"
+#include "telemetry/prometheus_process_testing.h"
 
 namespace {
+
+using ttft::testing::RunResult;
+using ttft::testing::RunTtft;
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -51,36 +55,6 @@ const std::vector<double> kBounds = {0.1, 0.25, 0.5, 1.0};
 // Observations per scrape at or below each bound (cumulative), +Inf = kPerScrape.
 const std::vector<double> kFastPerScrape = {60, 90, 100, 100};
 const std::vector<double> kSlowPerScrape = {0, 10, 50, 90};
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-  double seconds = 0;
-};
-
-RunResult RunTtft(const std::string& args, int timeout_s = 120) {
-  const fs::path err_path =
-      fs::temp_directory_path() / ("ttft_prom_it_err_" + std::to_string(::getpid()));
-  const std::string cmd = "timeout " + std::to_string(timeout_s) + " " TTFT_BINARY " " + args +
-                          " 2>" + err_path.string();
-  RunResult r;
-  const auto t0 = Clock::now();
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 65536> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream f(err_path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.err = ss.str();
-  fs::remove(err_path);
-  return r;
-}
 
 // Cumulative state of one engine at scrape k (after its restart, if any).
 struct EngineState {
