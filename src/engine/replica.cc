@@ -143,12 +143,12 @@ class Replica::BlockPool {
   int32_t Allocate() {
     assert(num_free_ > 0);
     for (;;) {
-      // Two-stage prefetch: the block 8 pops ahead, then the map slot of the hash
-      // the block 4 pops ahead will evict.
-      if (queue_.size() > kPrefetchAhead) PrefetchBlock(queue_[kPrefetchAhead].id);
-      if (queue_.size() > kPrefetchAhead / 2) {
-        const Block& soon = blocks_[queue_[kPrefetchAhead / 2].id];
-        if (soon.hashed && soon.shared) PrefetchHash(soon.hash);
+      // The block 8 pops ahead, and the map slot its eviction will erase (from the
+      // entry's hint: reading the block itself here would wait for it).
+      if (queue_.size() > kPrefetchAhead) {
+        const Entry& ahead = queue_[kPrefetchAhead];
+        PrefetchBlock(ahead.id);
+        if (ahead.evict_hint != 0) PrefetchHash(ahead.evict_hint);
       }
       const Entry e = queue_.front();
       queue_.pop_front();
@@ -254,14 +254,16 @@ class Replica::BlockPool {
   // block array. Stale entries are swept when they outnumber the blocks.
   struct Entry {
     int32_t id;
-    uint32_t stamp;  // Block::stamp at the push
+    uint32_t stamp;       // Block::stamp at the push
+    uint64_t evict_hint;  // the map key its eviction erases, or 0; a prefetch hint only
   };
 
   void PushBack(int32_t id) {
     Block& b = blocks_[id];
     ++b.stamp;
     b.free = true;
-    queue_.push_back({id, b.stamp});
+    // While free, a block's hash cannot change (only allocated blocks are cached).
+    queue_.push_back({id, b.stamp, b.hashed && b.shared ? b.hash : 0});
     ++num_free_;
     if (queue_.size() > 2 * blocks_.size() + kSweepSlack) SweepQueue();
   }

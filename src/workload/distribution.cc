@@ -140,29 +140,20 @@ void ComputeBlockHashes(const std::vector<PromptPiece>& pieces, int block_size, 
   for (const PromptPiece& p : pieces) total += std::max<int32_t>(0, p.tokens);
   out.reserve(static_cast<size_t>(total / block_size));
   // The hashed words of one block: parent, [salt,] then (key, offset, take) per piece
-  // it overlaps. Most blocks overlap one or two pieces; the buffer grows for more.
-  // The bytes hashed are the same whatever the buffer, so hashes are stable.
+  // it overlaps. Most blocks overlap one or two pieces and fit the inline buffer; a
+  // block over more pieces uses `words`. The bytes hashed are the same either way.
   constexpr size_t kInline = 2 + 3 * 8;
   uint64_t inline_buf[kInline];
-  std::vector<uint64_t> heap_buf;
+  std::vector<uint64_t> words;
   // The parent of block 0: a fixed constant, as vLLM's NONE_HASH is within one run.
   uint64_t parent = 0x9e3779b97f4a7c15ULL;
   size_t piece = 0;
   int64_t offset = 0;  // into pieces[piece]
   for (int64_t j = 0;; ++j) {
-    uint64_t* buf = inline_buf;
-    size_t n = 0, cap = kInline;
-    auto put = [&](uint64_t v) {
-      if (n == cap) {
-        if (buf == inline_buf) heap_buf.assign(buf, buf + n);
-        heap_buf.resize(2 * cap);
-        buf = heap_buf.data();
-        cap = heap_buf.size();
-      }
-      buf[n++] = v;
-    };
-    put(parent);
-    if (j == 0) put(salt);
+    size_t n = 0;
+    bool spilled = false;
+    inline_buf[n++] = parent;
+    if (j == 0) inline_buf[n++] = salt;
     int64_t need = block_size;
     while (need > 0 && piece < pieces.size()) {
       const int64_t len = pieces[piece].tokens;
@@ -172,14 +163,24 @@ void ComputeBlockHashes(const std::vector<PromptPiece>& pieces, int block_size, 
         continue;
       }
       const int64_t take = std::min(need, len - offset);
-      put(pieces[piece].key);
-      put(static_cast<uint64_t>(offset));
-      put(static_cast<uint64_t>(take));
+      if (!spilled && n + 3 > kInline) {
+        words.assign(inline_buf, inline_buf + n);
+        spilled = true;
+      }
+      if (spilled) {
+        words.insert(words.end(), {pieces[piece].key, static_cast<uint64_t>(offset),
+                                   static_cast<uint64_t>(take)});
+      } else {
+        inline_buf[n++] = pieces[piece].key;
+        inline_buf[n++] = static_cast<uint64_t>(offset);
+        inline_buf[n++] = static_cast<uint64_t>(take);
+      }
       offset += take;
       need -= take;
     }
     if (need > 0) return;  // partial block: not hashed
-    parent = XXH3_64bits(buf, n * sizeof(uint64_t));
+    parent = spilled ? XXH3_64bits(words.data(), words.size() * sizeof(uint64_t))
+                     : XXH3_64bits(inline_buf, n * sizeof(uint64_t));
     out.push_back(parent);
   }
 }
