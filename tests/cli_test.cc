@@ -330,6 +330,28 @@ TEST_F(DiagnoseErrors, TooFewRequestsGiveInsufficientDataWithTheCounts) {
   EXPECT_NE(nlohmann::json::parse(low.out)["verdict"], "insufficient_data");
 }
 
+// Malformed lines are skipped, counted and reported with file:line on standard
+// error; the diagnosis still runs on the rest.
+TEST_F(DiagnoseErrors, SkippedRecordsAreSummarisedNotLost) {
+  std::ifstream in(*dir_ / "spans.jsonl");
+  const fs::path bad = *dir_ / "with_bad_lines.jsonl";
+  std::ofstream out(bad);
+  std::string line;
+  int64_t n = 0;
+  while (std::getline(in, line)) {
+    out << line << "\n";
+    if (++n == 3) out << "{\"request_id\": \"broken\", \"ttft_s\": \n";  // line 4
+  }
+  out << "not json at all\n";
+  out.close();
+  RunResult r = RunTtft("diagnose " + bad.string() +
+                        " --baseline-window 0:5 --incident-window 5:10 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, ::testing::HasSubstr("2 records skipped"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr(bad.string() + ":4"));
+  EXPECT_FALSE(nlohmann::json::parse(r.out)["verdict"].get<std::string>().empty());
+}
+
 TEST_F(DiagnoseErrors, OverlappingWindowsAreRefused) {
   RunResult r =
       RunTtft("diagnose " + Spans() + " --baseline-window 0:1000 --incident-window 900:2000");

@@ -75,6 +75,8 @@ struct Loaded {
   std::vector<MetricSnapshot> snapshots;
   std::vector<Annotation> annotations;
   std::vector<std::string> sources;
+  // Every file's skipped records and warnings; summarised on standard error.
+  ReadReport report;
   // From a simulate folder's summary.json.
   double change_at_s = kMissing;
   double base_from = kMissing, base_to = kMissing, inc_from = kMissing, inc_to = kMissing;
@@ -142,7 +144,7 @@ Result<double> SnapshotTime(const std::string& path, const MetricSnapshot& s) {
 }
 
 Status LoadOne(const std::string& in, Loaded& out) {
-  ReadReport report;
+  ReadReport& report = out.report;
   if (fs::is_directory(in)) {
     const fs::path d(in);
     bool any = false;
@@ -236,6 +238,10 @@ Status LoadAll(const std::vector<std::string>& inputs, Loaded& out) {
             [](const MetricSnapshot& a, const MetricSnapshot& b) {
               return a.timestamp_s < b.timestamp_s;
             });
+  // Skipped records are never lost silently: "N records skipped: ...; first: f:12: ...".
+  if (const std::string summary = out.report.Summary(); !summary.empty()) {
+    fmt::print(stderr, "{}\n", summary);
+  }
   return Status::Ok();
 }
 
