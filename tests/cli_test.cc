@@ -352,6 +352,16 @@ TEST_F(DiagnoseErrors, SkippedRecordsAreSummarisedNotLost) {
   EXPECT_FALSE(nlohmann::json::parse(r.out)["verdict"].get<std::string>().empty());
 }
 
+// An events file with fields of the wrong JSON type is read, not a crash.
+TEST_F(DiagnoseErrors, EventsWithWrongTypesDoNotCrash) {
+  const fs::path ev = *dir_ / "odd_events.json";
+  std::ofstream(ev) << R"([{"at_s": 3, "kind": 3, "target": ["r"], "note": {"a": 1}}])";
+  RunResult r = RunTtft("diagnose " + Spans() + " --events " + ev.string() +
+                        " --baseline-window 0:5 --incident-window 5:10 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(nlohmann::json::parse(r.out)["verdict"].get<std::string>().empty());
+}
+
 TEST_F(DiagnoseErrors, OverlappingWindowsAreRefused) {
   RunResult r =
       RunTtft("diagnose " + Spans() + " --baseline-window 0:1000 --incident-window 900:2000");

@@ -83,6 +83,12 @@ struct Loaded {
   double min_arrival = INFINITY, max_arrival = -INFINITY;
 };
 
+// o[key] when it is a string, else `fallback` (json::value() throws on other types).
+std::string StringOr(const nlohmann::json& o, const char* key, const std::string& fallback) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 std::vector<Annotation> AnnotationsFromJson(const nlohmann::json& j) {
   std::vector<Annotation> out;
   const nlohmann::json* arr = &j;
@@ -100,9 +106,9 @@ std::vector<Annotation> AnnotationsFromJson(const nlohmann::json& j) {
     } else {
       continue;
     }
-    a.kind = e.value("kind", "change");
-    a.target = e.value("target", "");
-    a.detail = e.value("detail", e.value("note", ""));
+    a.kind = StringOr(e, "kind", "change");
+    a.target = StringOr(e, "target", "");
+    a.detail = StringOr(e, "detail", StringOr(e, "note", ""));
     out.push_back(a);
   }
   return out;

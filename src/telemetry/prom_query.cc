@@ -37,6 +37,13 @@ bool ParseSampleValue(const json& v, double& out) {
   return false;
 }
 
+// obj[key] when it is a string, else `fallback`. json::value() would throw on a
+// present key of another type (the prom_query fuzzer found {"status": {...}}).
+std::string StringOr(const json& obj, const char* key, std::string fallback) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 bool ParsePoint(const json& p, std::pair<double, double>& out) {
   if (!p.is_array() || p.size() != 2 || !p[0].is_number()) return false;
   out.first = p[0].get<double>();
@@ -50,17 +57,17 @@ Result<std::vector<PromSeries>> ParsePromQueryJson(std::string_view body) {
   if (doc.is_discarded() || !doc.is_object()) {
     return Status::Invalid("Prometheus response: not a JSON object");
   }
-  const std::string status = doc.value("status", std::string());
+  const std::string status = StringOr(doc, "status", "");
   if (status != "success") {
     return Status::Invalid(fmt::format("Prometheus query failed: {}: {}",
-                                       doc.value("errorType", std::string("error")),
-                                       doc.value("error", std::string("(no message)"))));
+                                       StringOr(doc, "errorType", "error"),
+                                       StringOr(doc, "error", "(no message)")));
   }
   if (!doc.contains("data") || !doc["data"].is_object()) {
     return Status::Invalid("Prometheus response: no data object");
   }
   const json& data = doc["data"];
-  const std::string type = data.value("resultType", std::string());
+  const std::string type = StringOr(data, "resultType", "");
   if (type != "matrix" && type != "vector") {
     return Status::Invalid(fmt::format("Prometheus response: resultType '{}' not supported", type));
   }
