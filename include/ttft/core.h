@@ -87,7 +87,7 @@ int ExitCodeFor(const Status& status);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -107,10 +107,10 @@ class [[nodiscard]] Result {
 };
 
 // Propagates a non-OK Status out of the calling function.
-#define TTFT_RETURN_IF_ERROR(expr)          \
-  do {                                      \
-    ::ttft::Status _st = (expr);            \
-    if (!_st.ok()) return _st;              \
+#define TTFT_RETURN_IF_ERROR(expr) \
+  do {                             \
+    ::ttft::Status _st = (expr);   \
+    if (!_st.ok()) return _st;     \
   } while (0)
 
 #define TTFT_CONCAT_INNER_(a, b) a##b

@@ -12,8 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using ttft::workload_internal::TraceReader;
   using ttft::workload_internal::TraceRecord;
   if (size == 0) return 0;
-  const auto format = (data[0] & 1) ? ttft::TraceSpec::Format::kAzure
-                                    : ttft::TraceSpec::Format::kMooncake;
+  const auto format =
+      (data[0] & 1) ? ttft::TraceSpec::Format::kAzure : ttft::TraceSpec::Format::kMooncake;
   auto in = std::make_unique<std::istringstream>(
       std::string(reinterpret_cast<const char*>(data + 1), size - 1));
   TraceReader reader(format, std::move(in), "fuzz");
