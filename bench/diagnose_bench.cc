@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_clock.h"
 #include "ttft/diagnose.h"
 #include "ttft/telemetry.h"
 
@@ -58,17 +59,10 @@ constexpr int kRegions = 3;
 constexpr int kReplicasPerRegion = 64;
 constexpr int kTenants = 6;
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-double CpuSelf() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-double Sec(const timeval& t) {
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-}
+using ttft::bench::CpuSelf;
+using ttft::bench::Now;
+using ttft::bench::Sec;
+
 // Peak resident set of this process, MB (ru_maxrss is in KiB on Linux).
 double PeakRssSelfMb() {
   rusage ru{};

@@ -23,28 +23,20 @@
 #include <string>
 #include <vector>
 
+#include "bench_clock.h"
 #include "ttft/stats.h"
 #include "ttft/telemetry.h"
 
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using ttft::bench::CpuSelf;
+using ttft::bench::Now;
 
-// CPU seconds (user + system) of this process, and of its reaped children.
-double CpuSelf() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+// CPU seconds (user + system) of this process's reaped children.
 double CpuChildren() {
   rusage ru{};
   getrusage(RUSAGE_CHILDREN, &ru);
-  auto sec = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-  };
-  return sec(ru.ru_utime) + sec(ru.ru_stime);
+  return ttft::bench::Sec(ru.ru_utime) + ttft::bench::Sec(ru.ru_stime);
 }
 
 // Wall and CPU seconds of one job. On a shared machine CPU time is the steadier

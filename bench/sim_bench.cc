@@ -20,6 +20,7 @@
 #include <ctime>
 #include <string>
 
+#include "bench_clock.h"
 #include "ttft/fleet.h"
 #include "ttft/scenario.h"
 #include "ttft/telemetry.h"
@@ -50,12 +51,6 @@ class FormatSink : public ttft::SimulationSink {
   std::string buf_;
 };
 
-double CpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 struct Timing {
   double wall_s = 0;
   double cpu_s = 0;
@@ -64,12 +59,12 @@ struct Timing {
 template <typename Sink>
 Timing TimeRun(const ttft::Scenario& sc, int64_t& requests, int64_t& steps) {
   Sink sink;
-  const double c0 = CpuSeconds();
+  const double c0 = ttft::bench::CpuSelf();
   const auto t0 = std::chrono::steady_clock::now();
   auto r = ttft::Simulate(sc, sink, {});
   Timing t;
   t.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  t.cpu_s = CpuSeconds() - c0;
+  t.cpu_s = ttft::bench::CpuSelf() - c0;
   if (!r.ok()) {
     fmt::print(stderr, "{}\n", r.status().ToString());
     std::exit(1);
