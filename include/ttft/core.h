@@ -31,12 +31,16 @@
 #ifndef TTFT_CORE_H_
 #define TTFT_CORE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace ttft {
 
@@ -174,6 +178,61 @@ struct Span {
   std::string template_version;  // serialised as "template"
   std::string deploy;            // engine-config version
 };
+
+// -----------------------------------------------------------------------------
+// Large arrays
+// -----------------------------------------------------------------------------
+//
+// `LargeAllocator<T>`: the allocator of columns and scratch arrays that hold millions
+// of elements (span tables, diagnosis buffers). A block of 2 MB or more is mapped on
+// its own (mmap, size rounded up to 2 MB) and advised to use transparent huge pages
+// (madvise MADV_HUGEPAGE, a hint the kernel may ignore): filling a fresh 40 MB column
+// then costs ~20 page faults instead of ~10,000, and in a VM the faults, not the
+// zeroing, were most of the cost of fresh memory (docs/performance.md). The block is
+// unmapped when freed. Smaller blocks, and every block in sanitizer builds (so ASan
+// keeps checking them), come from operator new.
+//
+//   ttft::LargeVector<float> ttft_s;   // a std::vector with this allocator
+//   ttft_s.reserve(10'000'000);        // one 40 MB mapping on huge pages
+//
+// Elements a LargeVector adds without a value (resize(n), the size constructor) are
+// default-initialised, as by `new T[n]`: numbers are NOT zeroed, because such
+// buffers are about to be overwritten and zeroing them first is a second pass over
+// memory. Give a value (`v.resize(n, 0)`) where zeros are wanted.
+//
+// Thread safety: stateless; all instances compare equal.
+namespace internal {
+// REQUIRES: bytes > 0. Throws std::bad_alloc when out of memory.
+void* AllocateLarge(size_t bytes);
+// REQUIRES: `p` came from AllocateLarge(bytes) with the same `bytes`.
+void FreeLarge(void* p, size_t bytes) noexcept;
+}  // namespace internal
+
+template <typename T>
+struct LargeAllocator {
+  using value_type = T;
+  LargeAllocator() = default;
+  template <typename U>
+  LargeAllocator(const LargeAllocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+  T* allocate(size_t n) { return static_cast<T*>(internal::AllocateLarge(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { internal::FreeLarge(p, n * sizeof(T)); }
+  // Default-initialises (see above); any other construction is forwarded.
+  template <typename U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  template <typename U>
+  bool operator==(const LargeAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+template <typename T>
+using LargeVector = std::vector<T, LargeAllocator<T>>;
 
 }  // namespace ttft
 

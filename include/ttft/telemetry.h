@@ -284,9 +284,12 @@ class SpanTable : public SpanSink {
   void ShrinkToFit();
   // Appends rows [0, min(end_row, other.size())) of `other` except `skip_rows`
   // (ascending), re-interning their labels: the same table, label ids included, as
-  // Add()ing those rows in order.
+  // Add()ing those rows in order. With threads > 1 a large append without skipped
+  // rows copies its columns on two threads.
   void Append(const SpanTable& other, std::span<const size_t> skip_rows = {},
-              size_t end_row = SIZE_MAX);
+              size_t end_row = SIZE_MAX, int threads = 1);
+  // Keeps rows [0, n): the same table, label ids included, as Add()ing only those.
+  void Truncate(size_t n);
 
   std::span<const double> arrival_s() const { return arrival_s_; }
   std::span<const float> queue_s() const { return queue_s_; }
@@ -318,13 +321,14 @@ class SpanTable : public SpanSink {
  private:
   uint32_t Intern(std::string_view s);
   uint32_t InternSet(const std::array<uint32_t, kNumSpanLabels>& ids);
-  std::vector<double> arrival_s_;
-  std::vector<float> queue_s_, prefill_s_, front_end_s_, ttft_s_, decode_s_, e2e_s_, itl_mean_s_,
+  // Columns on huge pages (LargeVector): a 10 M-span table is ~600 MB.
+  LargeVector<double> arrival_s_;
+  LargeVector<float> queue_s_, prefill_s_, front_end_s_, ttft_s_, decode_s_, e2e_s_, itl_mean_s_,
       itl_max_s_;
-  std::vector<int32_t> prompt_tokens_, cached_tokens_, output_tokens_;
-  std::vector<int16_t> preemptions_;
-  std::vector<RequestStatus> status_;
-  std::vector<uint32_t> label_set_;
+  LargeVector<int32_t> prompt_tokens_, cached_tokens_, output_tokens_;
+  LargeVector<int16_t> preemptions_;
+  LargeVector<RequestStatus> status_;
+  LargeVector<uint32_t> label_set_;
   // Interning: strings and label sets, each with an open-addressing index of ids
   // (UINT32_MAX = empty slot, power-of-two size, at most half full) keyed by the
   // XXH3 hash of the string or of the label set's ids.

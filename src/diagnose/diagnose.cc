@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -47,27 +48,43 @@ std::vector<uint32_t> RowsIn(const SpanWindow& w) {
   std::vector<uint32_t> rows;
   if (w.table == nullptr) return rows;
   const auto arr = w.table->arrival_s();
+  auto in = [&](double a) { return a >= w.from_s && a < w.to_s; };
+  rows.reserve(static_cast<size_t>(std::count_if(arr.begin(), arr.end(), in)));  // no regrowth
   for (size_t i = 0; i < arr.size(); ++i) {
-    if (arr[i] >= w.from_s && arr[i] < w.to_s) rows.push_back(static_cast<uint32_t>(i));
+    if (in(arr[i])) rows.push_back(static_cast<uint32_t>(i));
   }
   return rows;
 }
 
-// TTFT of ok rows (NaN-free), systematically subsampled to at most `max_n`.
+// TTFT of ok rows (NaN-free), systematically subsampled to at most `max_n`: of the m
+// values in row order, those at floor(i * m / max_n) for i < max_n.
 std::vector<double> TtftSample(const SpanTable& t, const std::vector<uint32_t>& rows,
                                int64_t max_n) {
-  std::vector<double> all;
-  all.reserve(rows.size());
   const auto ttft = t.ttft_s();
   const auto status = t.status();
-  for (uint32_t r : rows) {
-    if (status[r] == RequestStatus::kOk && !std::isnan(ttft[r])) all.push_back(ttft[r]);
-  }
-  if (max_n <= 0 || static_cast<int64_t>(all.size()) <= max_n) return all;
-  const double step = static_cast<double>(all.size()) / static_cast<double>(max_n);
+  auto usable = [&](uint32_t r) { return status[r] == RequestStatus::kOk && !std::isnan(ttft[r]); };
+  const auto m = static_cast<size_t>(std::count_if(rows.begin(), rows.end(), usable));
   std::vector<double> out;
+  if (max_n <= 0 || m <= static_cast<size_t>(max_n)) {
+    out.reserve(m);
+    for (uint32_t r : rows) {
+      if (usable(r)) out.push_back(ttft[r]);
+    }
+    return out;
+  }
+  // m > max_n: the step exceeds 1, so the picked indices strictly increase.
+  const double step = static_cast<double>(m) / static_cast<double>(max_n);
   out.reserve(static_cast<size_t>(max_n));
-  for (int64_t i = 0; i < max_n; ++i) out.push_back(all[static_cast<size_t>(i * step)]);
+  size_t k = 0;  // index among the usable values
+  auto next = [&] { return static_cast<size_t>(static_cast<double>(out.size()) * step); };
+  size_t want = next();
+  for (uint32_t r : rows) {
+    if (!usable(r)) continue;
+    if (k++ != want) continue;
+    out.push_back(ttft[r]);
+    if (out.size() == static_cast<size_t>(max_n)) break;
+    want = next();
+  }
   return out;
 }
 
@@ -156,29 +173,36 @@ std::vector<int> GroupOfSet(const SpanTable& t, SpanLabel label, std::map<std::s
   return out;
 }
 
-struct GroupRows {
-  std::vector<std::vector<uint32_t>> before, after;
+// The groups of one split: names, each label set's group, and per window each group's
+// row count and the label set of its first row. No row lists: a split of 10 M rows
+// would allocate (and page-fault in) 40 MB of them.
+struct GroupIndex {
   std::vector<std::string> names;
   std::vector<int> group_of_set_a, group_of_set_b;  // label set -> group, per table
+  std::vector<int64_t> count_a, count_b;            // rows per group, per window
+  std::vector<uint32_t> first_set_a, first_set_b;   // label set of a group's first row
 };
 
-GroupRows SplitRows(const SpanTable* ta, const std::vector<uint32_t>& rows_a, const SpanTable* tb,
-                    const std::vector<uint32_t>& rows_b, SpanLabel label) {
-  GroupRows g;
+GroupIndex SplitRows(const SpanTable* ta, const std::vector<uint32_t>& rows_a, const SpanTable* tb,
+                     const std::vector<uint32_t>& rows_b, SpanLabel label) {
+  GroupIndex g;
   std::map<std::string, int> ids;
-  std::vector<int> ga, gb;
-  if (ta) ga = GroupOfSet(*ta, label, ids, g.names);
-  if (tb) gb = tb == ta ? ga : GroupOfSet(*tb, label, ids, g.names);
-  g.before.resize(g.names.size());
-  g.after.resize(g.names.size());
-  if (ta) {
-    for (uint32_t r : rows_a) g.before[static_cast<size_t>(ga[ta->label_set()[r]])].push_back(r);
-  }
-  if (tb) {
-    for (uint32_t r : rows_b) g.after[static_cast<size_t>(gb[tb->label_set()[r]])].push_back(r);
-  }
-  g.group_of_set_a = std::move(ga);
-  g.group_of_set_b = std::move(gb);
+  if (ta) g.group_of_set_a = GroupOfSet(*ta, label, ids, g.names);
+  if (tb) g.group_of_set_b = tb == ta ? g.group_of_set_a : GroupOfSet(*tb, label, ids, g.names);
+  auto count = [&](const SpanTable* t, const std::vector<uint32_t>& rows,
+                   const std::vector<int>& group_of_set, std::vector<int64_t>& n,
+                   std::vector<uint32_t>& first) {
+    n.assign(g.names.size(), 0);
+    first.assign(g.names.size(), UINT32_MAX);
+    if (t == nullptr) return;
+    const auto sets = t->label_set();
+    for (uint32_t r : rows) {
+      const auto gi = static_cast<size_t>(group_of_set[sets[r]]);
+      if (n[gi]++ == 0) first[gi] = sets[r];
+    }
+  };
+  count(ta, rows_a, g.group_of_set_a, g.count_a, g.first_set_a);
+  count(tb, rows_b, g.group_of_set_b, g.count_b, g.first_set_b);
   return g;
 }
 
@@ -194,35 +218,76 @@ int64_t CountAbove(const SpanTable& t, const std::vector<uint32_t>& rows, double
   return n;
 }
 
-std::vector<TimePoint> Series(const SpanTable& t, const std::vector<uint32_t>& rows, double from_s,
-                              double to_s, int buckets) {
-  std::vector<TimePoint> pts;
-  if (buckets <= 0 || to_s <= from_s) return pts;
+// The time series of the rows of window [from_s, to_s) in `buckets` buckets, for
+// each of `groups` in one pass (group_of_set[label set] picks a row's group; an
+// empty `groups` means one series of all the rows).
+std::vector<std::vector<TimePoint>> SeriesOf(const SpanTable& t, const std::vector<uint32_t>& rows,
+                                             double from_s, double to_s, int buckets,
+                                             std::span<const int> group_of_set,
+                                             std::span<const size_t> groups) {
+  const size_t nseries = groups.empty() ? 1 : groups.size();
+  std::vector<std::vector<TimePoint>> out(nseries);
+  if (buckets <= 0 || to_s <= from_s) return out;
+  // Label set -> series, or -1 for rows of no wanted group.
+  std::vector<int> slot_of_set(t.num_label_sets(), groups.empty() ? 0 : -1);
+  for (size_t s = 0; s < slot_of_set.size() && !groups.empty(); ++s) {
+    const auto it = std::find(groups.begin(), groups.end(), static_cast<size_t>(group_of_set[s]));
+    if (it != groups.end()) slot_of_set[s] = static_cast<int>(it - groups.begin());
+  }
   const double width = (to_s - from_s) / buckets;
-  std::vector<std::vector<double>> ttft(static_cast<size_t>(buckets));
-  std::vector<double> prompt(static_cast<size_t>(buckets), 0),
-      cached(static_cast<size_t>(buckets), 0);
-  std::vector<int64_t> n(static_cast<size_t>(buckets), 0);
-  for (uint32_t r : rows) {
+  const auto nb = static_cast<size_t>(buckets);
+  const auto sets = t.label_set();
+  // Series k's bucket b is cell k * nb + b, or none for rows of no wanted group.
+  auto cell = [&](uint32_t r) -> std::optional<size_t> {
+    const int slot = slot_of_set[sets[r]];
+    if (slot < 0) return std::nullopt;
     const int b = std::clamp(static_cast<int>((t.arrival_s()[r] - from_s) / width), 0, buckets - 1);
-    const size_t ub = static_cast<size_t>(b);
+    return static_cast<size_t>(slot) * nb + static_cast<size_t>(b);
+  };
+  auto has_ttft = [&](uint32_t r) {
+    return t.status()[r] == RequestStatus::kOk && !std::isnan(t.ttft_s()[r]);
+  };
+  // The cells' TTFT values, in row order, are [first[c], first[c + 1]) of one array.
+  std::vector<size_t> first(nseries * nb + 1, 0);
+  for (uint32_t r : rows) {
+    const auto c = cell(r);
+    if (c && has_ttft(r)) ++first[*c + 1];
+  }
+  for (size_t c = 0; c + 1 < first.size(); ++c) first[c + 1] += first[c];
+  LargeVector<double> ttft(first.back());
+  std::vector<size_t> fill(first.begin(), first.end() - 1);
+  std::vector<double> prompt(nseries * nb, 0), cached(nseries * nb, 0);
+  std::vector<int64_t> n(nseries * nb, 0);
+  for (uint32_t r : rows) {
+    const auto c = cell(r);
+    if (!c) continue;
+    const size_t ub = *c;
     ++n[ub];
     if (t.status()[r] != RequestStatus::kOk) continue;
-    if (!std::isnan(t.ttft_s()[r])) ttft[ub].push_back(t.ttft_s()[r]);
+    if (has_ttft(r)) ttft[fill[ub]++] = t.ttft_s()[r];
     if (t.prompt_tokens()[r] > 0 && t.cached_tokens()[r] >= 0) {
       prompt[ub] += t.prompt_tokens()[r];
       cached[ub] += t.cached_tokens()[r];
     }
   }
-  for (size_t b = 0; b < static_cast<size_t>(buckets); ++b) {
-    TimePoint p;
-    p.t_s = from_s + (static_cast<double>(b) + 0.5) * width;
-    p.requests = n[b];
-    p.ttft_p99_s = Quantile(ttft[b], 0.99);
-    p.hit_rate = prompt[b] > 0 ? cached[b] / prompt[b] : kMissing;
-    pts.push_back(p);
+  for (size_t k = 0; k < nseries; ++k) {
+    for (size_t b = 0; b < nb; ++b) {
+      const size_t ub = k * nb + b;
+      TimePoint p;
+      p.t_s = from_s + (static_cast<double>(b) + 0.5) * width;
+      p.requests = n[ub];
+      p.ttft_p99_s =
+          Quantile(std::span<double>(ttft.data() + first[ub], ttft.data() + first[ub + 1]), 0.99);
+      p.hit_rate = prompt[ub] > 0 ? cached[ub] / prompt[ub] : kMissing;
+      out[k].push_back(p);
+    }
   }
-  return pts;
+  return out;
+}
+
+std::vector<TimePoint> Series(const SpanTable& t, const std::vector<uint32_t>& rows, double from_s,
+                              double to_s, int buckets) {
+  return std::move(SeriesOf(t, rows, from_s, to_s, buckets, {}, {}).front());
 }
 
 std::vector<std::pair<double, double>> Cdf(std::vector<double> v) {
@@ -303,21 +368,20 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
   const bool par =
       has_spans && opt.parallel &&
       A.table->size() + (B.table == A.table ? 0 : B.table->size()) >= diag::kParallelRows;
-  diag::StatsScratch scratch, scratch_b;  // in turn, one scratch serves both windows
+  // One arena per thread serves every pass of its window (in turn, one serves both).
+  diag::GatherArena arena, arena_b;
+  diag::GatherArena& ab = par ? arena_b : arena;
   if (has_spans) {
-    diag::StatsScratch& sb = par ? scratch_b : scratch;
     diag::RunBoth(
         par,
         [&] {
           rows_a = RowsIn(A);
-          rep.baseline = diag::ComputeWindowStats(*A.table, rows_a, A.from_s, A.to_s, scratch);
+          rep.baseline = diag::ComputeWindowStats(*A.table, rows_a, A.from_s, A.to_s, arena);
         },
         [&] {
           rows_b = RowsIn(B);
-          rep.incident = diag::ComputeWindowStats(*B.table, rows_b, B.from_s, B.to_s, sb);
+          rep.incident = diag::ComputeWindowStats(*B.table, rows_b, B.from_s, B.to_s, ab);
         });
-    scratch = {};  // the groups below keep their own buffers
-    scratch_b = {};
     if (has_metrics) {
       auto ma = WindowStatsFromMetrics(in.baseline_snapshots, A.from_s, A.to_s);
       auto mb = WindowStatsFromMetrics(in.incident_snapshots, B.from_s, B.to_s);
@@ -424,14 +488,14 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
   rep.decomposition = Decompose(rep.baseline, rep.incident, ta, tb);
 
   // Where it lives.
-  std::map<std::string, GroupRows> kept;  // replica and tenant rows, for the charts
+  std::map<std::string, GroupIndex> kept;  // replica and tenant groups, for the charts
   if (has_spans) {
     const double thr = rep.baseline.ttft_s.p99;
     int64_t ok_a = 0;
     const int64_t above_a_all = CountAbove(*A.table, rows_a, thr, &ok_a);
     const double frac_all = ok_a > 0 ? static_cast<double>(above_a_all) / ok_a : 0.01;
     for (SpanLabel label : kDimensions) {
-      GroupRows g = SplitRows(A.table, rows_a, B.table, rows_b, label);
+      GroupIndex g = SplitRows(A.table, rows_a, B.table, rows_b, label);
       // Every group's stats in one pass per window (not one strided gather per group).
       std::vector<diag::GroupStats> stats_a, stats_b;
       if (g.names.size() > 1) {
@@ -439,32 +503,33 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
             par,
             [&] {
               stats_a = diag::ComputeGroupStats(*A.table, rows_a, g.group_of_set_a, g.names.size(),
-                                                A.from_s, A.to_s, thr);
+                                                A.from_s, A.to_s, thr, arena);
             },
             [&] {
               stats_b = diag::ComputeGroupStats(*B.table, rows_b, g.group_of_set_b, g.names.size(),
-                                                B.from_s, B.to_s, thr);
+                                                B.from_s, B.to_s, thr, ab);
             });
       }
       GroupSplit split;
       split.dimension = std::string(ToString(label));
       double pos_excess = 0;
       for (size_t i = 0; i < g.names.size(); ++i) {
-        if (g.before[i].empty() && g.after[i].empty()) continue;
+        if (g.count_a[i] == 0 && g.count_b[i] == 0) continue;
         GroupRow row;
         row.value = g.names[i];
         if (label == SpanLabel::kReplica) {
-          const std::vector<uint32_t>& any = g.after[i].empty() ? g.before[i] : g.after[i];
-          const SpanTable* t = g.after[i].empty() ? A.table : B.table;
-          if (!any.empty()) row.parent = std::string(t->label(any.front(), SpanLabel::kRegion));
+          // The region of the group's first row (in the incident if it has any).
+          row.parent = std::string(
+              g.count_b[i] > 0 ? B.table->label_of_set(g.first_set_b[i], SpanLabel::kRegion)
+                               : A.table->label_of_set(g.first_set_a[i], SpanLabel::kRegion));
         }
         int64_t above_b = 0, above_a = 0;
-        if (g.names.size() == 1) {
+        if (g.names.size() == 1) {  // the group is the whole window
           row.before = rep.baseline;
           row.after = rep.incident;
           int64_t ok_unused = 0;
-          above_b = CountAbove(*A.table, g.before[i], thr, &ok_unused);
-          above_a = CountAbove(*B.table, g.after[i], thr, &ok_unused);
+          above_b = CountAbove(*A.table, rows_a, thr, &ok_unused);
+          above_a = CountAbove(*B.table, rows_b, thr, &ok_unused);
         } else {
           row.before = std::move(stats_a[i].stats);
           row.after = std::move(stats_b[i].stats);
@@ -576,18 +641,24 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
     for (const GroupSplit& s : rep.groups) {
       auto it = kept.find(s.dimension);
       if (it == kept.end() || s.rows.size() < 2) continue;
-      int shown = 0;
+      const GroupIndex& g = it->second;
+      std::vector<size_t> shown;  // the first 12 rows' groups
       for (const GroupRow& r : s.rows) {
-        if (shown++ >= 12) break;
-        const auto& names = it->second.names;
-        const size_t gi =
-            static_cast<size_t>(std::find(names.begin(), names.end(), r.value) - names.begin());
+        if (shown.size() >= 12) break;
+        shown.push_back(static_cast<size_t>(std::find(g.names.begin(), g.names.end(), r.value) -
+                                            g.names.begin()));
+      }
+      std::vector<std::vector<TimePoint>> pa, pb;
+      diag::RunBoth(
+          par,
+          [&] { pa = SeriesOf(*A.table, rows_a, A.from_s, A.to_s, nb, g.group_of_set_a, shown); },
+          [&] { pb = SeriesOf(*B.table, rows_b, B.from_s, B.to_s, nb, g.group_of_set_b, shown); });
+      for (size_t k = 0; k < shown.size(); ++k) {
         GroupSeries gs;
         gs.dimension = s.dimension;
-        gs.value = r.value;
-        gs.points = Series(*A.table, it->second.before[gi], A.from_s, A.to_s, nb);
-        auto pb = Series(*B.table, it->second.after[gi], B.from_s, B.to_s, nb);
-        gs.points.insert(gs.points.end(), pb.begin(), pb.end());
+        gs.value = s.rows[k].value;
+        gs.points = std::move(pa[k]);
+        gs.points.insert(gs.points.end(), pb[k].begin(), pb[k].end());
         rep.group_series.push_back(std::move(gs));
       }
     }

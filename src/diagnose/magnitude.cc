@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,22 +67,35 @@ std::vector<ReplicaLoad> Loads(const SpanTable& t, const std::vector<uint32_t>& 
   }
   // One pass in row order: each replica's rows, arrival times and ok-request sums (the
   // same values in the same order as a pass over each replica's rows).
+  // Replica i's rows and arrivals are [begin, end) of two flat arrays (a counting
+  // sort: one allocation for all replicas, not two growing vectors each).
   struct PerReplica {
-    std::vector<uint32_t> rows;
-    std::vector<double> arrivals;
+    size_t begin = 0, end = 0;
     double e2e_sum = 0, q_sum = 0;
     int64_t q_n = 0;
   };
   std::vector<PerReplica> by(names.size());
   const auto sets = t.label_set();
+  {
+    std::vector<size_t> n(names.size(), 0);
+    for (uint32_t r : rows) ++n[replica_of_set[sets[r]]];
+    size_t at = 0;
+    for (size_t i = 0; i < by.size(); ++i) {
+      by[i].begin = by[i].end = at;
+      at += n[i];
+    }
+  }
+  LargeVector<uint32_t> flat_rows(rows.size());
+  LargeVector<double> flat_arrivals(rows.size());
   const auto status = t.status();
   const auto e2e = t.e2e_s();
   const auto queue = t.queue_s();
   const auto arrival = t.arrival_s();
   for (uint32_t r : rows) {
     PerReplica& p = by[replica_of_set[sets[r]]];
-    p.rows.push_back(r);
-    p.arrivals.push_back(arrival[r]);
+    flat_rows[p.end] = r;
+    flat_arrivals[p.end] = arrival[r];
+    ++p.end;
     if (status[r] != RequestStatus::kOk) continue;
     if (!std::isnan(e2e[r])) p.e2e_sum += e2e[r];
     if (!std::isnan(queue[r])) {
@@ -93,7 +107,7 @@ std::vector<ReplicaLoad> Loads(const SpanTable& t, const std::vector<uint32_t>& 
   double total_compute = 0;
   int64_t total_n = 0;
   for (size_t id = 0; id < by.size(); ++id) {
-    const std::vector<uint32_t>& rs = by[id].rows;
+    const std::span<const uint32_t> rs(flat_rows.data() + by[id].begin, by[id].end - by[id].begin);
     if (rs.empty()) continue;
     const std::string_view name = names[id];
     ReplicaLoad l;
@@ -139,7 +153,7 @@ std::vector<ReplicaLoad> Loads(const SpanTable& t, const std::vector<uint32_t>& 
     total_n += static_cast<int64_t>(rs.size());
     l.rho = l.lambda * l.mean_s;
     // Inter-arrival variability of this replica.
-    std::vector<double>& arr = by[id].arrivals;
+    const std::span<double> arr(flat_arrivals.data() + by[id].begin, by[id].end - by[id].begin);
     if (!std::is_sorted(arr.begin(), arr.end())) std::sort(arr.begin(), arr.end());
     double g1 = 0, g2 = 0;
     for (size_t i = 1; i < arr.size(); ++i) {

@@ -68,12 +68,62 @@ const GroupRow* TopRow(const GroupSplit* split, Pred pred) {
   return best;
 }
 
-// The state of ComputeWindowStats' pass over a window's rows, reusable: a diagnosis
-// computes many windows, and fresh multi-MB vectors would page-fault in on every call.
+// The values one pass over rows gathers for one quantity, written at a cursor into
+// storage the caller sized. REQUIRES: no more push_back calls than the room bound.
+template <typename T>
+class Gather {
+ public:
+  void Bind(T* storage) { begin_ = end_ = storage; }
+  void push_back(T v) { *end_++ = v; }
+  size_t size() const { return static_cast<size_t>(end_ - begin_); }
+  bool empty() const { return begin_ == end_; }
+  std::span<T> values() const { return {begin_, end_}; }
+
+ private:
+  T* begin_ = nullptr;
+  T* end_ = nullptr;
+};
+
+// Uninitialised storage for Gathers that grows and is reused, never shrunk: a
+// diagnosis makes a dozen passes over millions of rows, and fresh buffers for each
+// would page-fault in every time (most of its cost at 10 M spans).
+template <typename T>
+class GatherBuffer {
+ public:
+  GatherBuffer() = default;
+  GatherBuffer(const GatherBuffer&) = delete;
+  GatherBuffer& operator=(const GatherBuffer&) = delete;
+  ~GatherBuffer() { internal::FreeLarge(data_, size_ * sizeof(T)); }
+  // Room for n values (contents unspecified).
+  T* Room(size_t n) {
+    if (n > size_) {
+      internal::FreeLarge(data_, size_ * sizeof(T));
+      data_ = nullptr;
+      size_ = 0;
+      data_ = static_cast<T*>(internal::AllocateLarge(n * sizeof(T)));
+      size_ = n;
+    }
+    return data_;
+  }
+
+ private:
+  T* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The storage behind one window's gathers: the whole window's, then its groups' in
+// turn. One per thread.
+struct GatherArena {
+  GatherBuffer<float> ttft, queue, prefill, fe, itl, itl_max;
+  GatherBuffer<int32_t> prompt, output;
+  GatherBuffer<double> per_token;
+};
+
+// The state of ComputeWindowStats' pass over a window's rows (or a group's).
 struct StatsScratch {
-  std::vector<float> ttft, queue, prefill, fe, itl, itl_max;
-  std::vector<int32_t> prompt, output;
-  std::vector<double> per_token;
+  Gather<float> ttft, queue, prefill, fe, itl, itl_max;
+  Gather<int32_t> prompt, output;
+  Gather<double> per_token;
   std::vector<char> set_seen;
   int64_t requests = 0, ok = 0, errors = 0, rejected_too_long = 0;
   int64_t cached_n = 0, output_n = 0, preempt_sum = 0, preempt_n = 0;
@@ -81,12 +131,13 @@ struct StatsScratch {
   double above_threshold = kMissing;  // ok rows with ttft above it are counted in `above`
   int64_t above = 0;
   bool lean = false;  // only the figures group rows carry (GroupRow in ttft/diagnose.h)
-  void Reset(size_t label_sets, size_t expected_rows, double threshold, bool lean_stats);
+  // Zeroes the counters; the gathers are bound by the caller.
+  void Reset(size_t label_sets, double threshold, bool lean_stats);
 };
 
 // ttft::ComputeWindowStats with caller-owned buffers (identical results).
 WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> rows, double from_s,
-                               double to_s, StatsScratch& scratch);
+                               double to_s, GatherArena& arena);
 
 // The stats of every group of a window, and its ok requests with ttft > `threshold`.
 struct GroupStats {
@@ -101,7 +152,8 @@ struct GroupStats {
 // documents as not computed (NaN).
 std::vector<GroupStats> ComputeGroupStats(const SpanTable& t, std::span<const uint32_t> rows,
                                           std::span<const int> group_of_set, size_t groups,
-                                          double from_s, double to_s, double threshold);
+                                          double from_s, double to_s, double threshold,
+                                          GatherArena& arena);
 
 // Runs `a` and `b`, which must not share mutable state: `b` on a second thread when
 // `parallel` (the baseline and incident windows of a large diagnosis, on two cores),

@@ -46,7 +46,7 @@ namespace {
 // to double are exactly those of the double copies ttft::Quantile would sort, and the
 // interpolation is the same expression, so the results are bit-identical.
 template <typename T>
-void SelectQuantiles(std::vector<T>& v, std::span<const double> qs, double* out) {
+void SelectQuantiles(std::span<T> v, std::span<const double> qs, double* out) {
   size_t first = 0;  // [first, n) holds the values not yet placed
   const size_t n = v.size();
   for (size_t i = 0; i < qs.size(); ++i) {
@@ -77,16 +77,16 @@ void SelectQuantiles(std::vector<T>& v, std::span<const double> qs, double* out)
 constexpr std::array<double, 3> kTermQs = {0.5, 0.9, 0.99};
 
 template <typename T>
-TermQuantiles TermsOf(std::vector<T>& v) {
+TermQuantiles TermsOf(const diag::Gather<T>& v) {
   std::array<double, 3> q;
-  SelectQuantiles(v, kTermQs, q.data());
+  SelectQuantiles(v.values(), kTermQs, q.data());
   return {q[0], q[1], q[2]};
 }
 
 template <typename T>
-double QuantileOf(std::vector<T>& v, double q) {
+double QuantileOf(const diag::Gather<T>& v, double q) {
   double out;
-  SelectQuantiles(v, std::span<const double>(&q, 1), &out);
+  SelectQuantiles(v.values(), std::span<const double>(&q, 1), &out);
   return out;
 }
 
@@ -96,8 +96,8 @@ double Mean(double sum, int64_t n) { return n > 0 ? sum / static_cast<double>(n)
 
 WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> rows, double from_s,
                                double to_s) {
-  diag::StatsScratch scratch;
-  return diag::ComputeWindowStats(t, rows, from_s, to_s, scratch);
+  diag::GatherArena arena;
+  return diag::ComputeWindowStats(t, rows, from_s, to_s, arena);
 }
 
 namespace diag {
@@ -187,7 +187,7 @@ WindowStats Finish(const SpanTable& t, double from_s, double to_s, StatsScratch&
     w.prompt_tokens_p99 = QuantileOf(a.prompt, 0.99);
   } else if (!a.prompt.empty()) {
     std::array<double, 2> q;
-    SelectQuantiles(a.prompt, std::array<double, 2>{0.5, 0.99}, q.data());
+    SelectQuantiles(a.prompt.values(), std::array<double, 2>{0.5, 0.99}, q.data());
     w.prompt_tokens_p50 = q[0];
     w.prompt_tokens_p99 = q[1];
   }
@@ -209,20 +209,8 @@ WindowStats Finish(const SpanTable& t, double from_s, double to_s, StatsScratch&
 
 }  // namespace
 
-void StatsScratch::Reset(size_t label_sets, size_t expected_rows, double threshold,
-                         bool lean_stats) {
+void StatsScratch::Reset(size_t label_sets, double threshold, bool lean_stats) {
   lean = lean_stats;
-  for (auto* v : {&ttft, &queue, &prefill, &fe, &itl, &itl_max}) v->clear();
-  prompt.clear();
-  output.clear();
-  // Room for every row in the columns this pass fills.
-  for (auto* v : {&ttft, &itl_max}) v->reserve(expected_rows);
-  prompt.reserve(expected_rows);
-  if (!lean) {
-    for (auto* v : {&queue, &prefill, &fe, &itl}) v->reserve(expected_rows);
-    output.reserve(expected_rows);
-  }
-  per_token.clear();
   set_seen.assign(label_sets, 0);
   requests = ok = errors = rejected_too_long = 0;
   cached_n = output_n = preempt_sum = preempt_n = 0;
@@ -232,28 +220,51 @@ void StatsScratch::Reset(size_t label_sets, size_t expected_rows, double thresho
 }
 
 WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> rows, double from_s,
-                               double to_s, StatsScratch& sc) {
-  sc.Reset(t.num_label_sets(), rows.size(), kMissing, /*lean_stats=*/false);
+                               double to_s, GatherArena& arena) {
+  StatsScratch sc;
+  sc.Reset(t.num_label_sets(), kMissing, /*lean_stats=*/false);
+  const size_t n = rows.size();  // each row adds at most one value to each gather
+  sc.ttft.Bind(arena.ttft.Room(n));
+  sc.queue.Bind(arena.queue.Room(n));
+  sc.prefill.Bind(arena.prefill.Room(n));
+  sc.fe.Bind(arena.fe.Room(n));
+  sc.itl.Bind(arena.itl.Room(n));
+  sc.itl_max.Bind(arena.itl_max.Room(n));
+  sc.prompt.Bind(arena.prompt.Room(n));
+  sc.output.Bind(arena.output.Room(n));
+  sc.per_token.Bind(arena.per_token.Room(n));
   for (uint32_t r : rows) Accumulate(t, r, sc);
   return Finish(t, from_s, to_s, sc);
 }
 
 std::vector<GroupStats> ComputeGroupStats(const SpanTable& t, std::span<const uint32_t> rows,
                                           std::span<const int> group_of_set, size_t groups,
-                                          double from_s, double to_s, double threshold) {
+                                          double from_s, double to_s, double threshold,
+                                          GatherArena& arena) {
   const auto sets = t.label_set();
-  std::vector<size_t> n(groups, 0);  // reserving exactly saves regrowing copies
-  for (uint32_t r : rows) ++n[static_cast<size_t>(group_of_set[sets[r]])];
+  // Group g gathers into [first[g], first[g] + its rows) of each buffer (a counting
+  // sort: one buffer per quantity for all groups, reused across splits).
+  std::vector<size_t> first(groups + 1, 0);
+  for (uint32_t r : rows) ++first[static_cast<size_t>(group_of_set[sets[r]]) + 1];
+  for (size_t g = 0; g < groups; ++g) first[g + 1] += first[g];
+  const size_t n = rows.size();
+  float* ttft = arena.ttft.Room(n);
+  float* itl_max = arena.itl_max.Room(n);
+  int32_t* prompt = arena.prompt.Room(n);
+  double* per_token = arena.per_token.Room(n);
   std::vector<StatsScratch> acc(groups);
   for (size_t g = 0; g < groups; ++g) {
-    acc[g].Reset(t.num_label_sets(), n[g], threshold, /*lean_stats=*/true);
+    acc[g].Reset(t.num_label_sets(), threshold, /*lean_stats=*/true);
+    acc[g].ttft.Bind(ttft + first[g]);
+    acc[g].itl_max.Bind(itl_max + first[g]);
+    acc[g].prompt.Bind(prompt + first[g]);
+    acc[g].per_token.Bind(per_token + first[g]);
   }
   for (uint32_t r : rows) Accumulate(t, r, acc[static_cast<size_t>(group_of_set[sets[r]])]);
   std::vector<GroupStats> out(groups);
   for (size_t g = 0; g < groups; ++g) {
     out[g].above = acc[g].above;
     out[g].stats = Finish(t, from_s, to_s, acc[g]);
-    acc[g] = StatsScratch{};  // release as we go
   }
   return out;
 }

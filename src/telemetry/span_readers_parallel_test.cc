@@ -210,6 +210,34 @@ TEST_F(ParallelReadTest, SameAsSequentialForTheMillisecondsWarning) {
   ExpectSame(Write("ms_strict.jsonl", ms), strict, 2, "ms strict");
 }
 
+// Duplicates are checked after the parse (the ranges' sorted id hashes; more than
+// 65,536 per range takes the bucketed sort) and a file that has any is read again the
+// exact way: a clean file, and files with one duplicate far apart, within a range and
+// across ranges, all read as sequentially.
+TEST_F(ParallelReadTest, SameAsSequentialOnLargeFilesWithOneDuplicateOrNone) {
+  constexpr int kLines = 140000;
+  std::vector<std::string> lines;
+  lines.reserve(kLines);
+  for (int i = 0; i < kLines; ++i) lines.push_back(SpanLine(i, i % 6) + "\n");
+  auto file = [&](int dup_at, int dup_of) {
+    std::string text;
+    for (int i = 0; i < kLines; ++i) text += i == dup_at ? SpanLine(dup_of, 1) + "\n" : lines[i];
+    return text;
+  };
+  const auto [st, report] = ExpectSame(Write("large_clean.jsonl", file(-1, 0)), {}, 2, "clean");
+  EXPECT_EQ(report.records_read, kLines + 1);  // + the row the fixture adds
+  EXPECT_EQ(report.records_skipped, 0);
+  const auto within = ExpectSame(Write("large_dup_within.jsonl", file(kLines - 3, kLines - 9000)),
+                                 {}, 2, "duplicate within the second range");
+  EXPECT_EQ(within.second.skipped_by_category.at("duplicate request_id"), 1);
+  const auto across = ExpectSame(Write("large_dup_across.jsonl", file(kLines - 2, 4)), {}, 2,
+                                 "duplicate across ranges");
+  EXPECT_EQ(across.second.skipped_by_category.at("duplicate request_id"), 1);
+  const auto first = ExpectSame(Write("large_dup_first.jsonl", file(kLines / 3, 17)), {}, 3,
+                                "duplicate within the first range, three threads");
+  EXPECT_EQ(first.second.skipped_by_category.at("duplicate request_id"), 1);
+}
+
 TEST_F(ParallelReadTest, OtherInputsGoToReadSpans) {
   std::string csv = "request_id,ttft_s,arrival_s\n";
   for (int i = 0; i < 2000; ++i) csv += fmt::format("c{},0.5,{}\n", i, i);

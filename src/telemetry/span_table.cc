@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
+#include <thread>
 
 #include "ttft/telemetry.h"
 
@@ -48,6 +50,19 @@ uint32_t FindOrInsert(std::vector<uint32_t>& slots, const std::vector<uint64_t>&
       return fresh;
     }
     if (hashes[id] == hash && same(id)) return id;
+  }
+}
+
+// Rebuilds `slots` for ids [0, hashes.size()) (as FindOrInsert's growth does).
+void Reindex(std::vector<uint32_t>& slots, const std::vector<uint64_t>& hashes) {
+  size_t n = 16;
+  while ((hashes.size() + 1) * 2 > n) n *= 2;
+  slots.assign(n, kEmptySlot);
+  const size_t mask = n - 1;
+  for (uint32_t id = 0; id < hashes.size(); ++id) {
+    size_t i = SlotOf(hashes[id], mask);
+    while (slots[i] != kEmptySlot) i = (i + 1) & mask;
+    slots[i] = id;
   }
 }
 
@@ -221,13 +236,87 @@ void SpanTable::ShrinkToFit() {
   label_set_.shrink_to_fit();
 }
 
-void SpanTable::Append(const SpanTable& other, std::span<const size_t> skip_rows, size_t end_row) {
+void SpanTable::Truncate(size_t n) {
+  if (n >= size()) return;
+  arrival_s_.resize(n);
+  for (auto* v : {&queue_s_, &prefill_s_, &front_end_s_, &ttft_s_, &decode_s_, &e2e_s_,
+                  &itl_mean_s_, &itl_max_s_}) {
+    v->resize(n);
+  }
+  for (auto* v : {&prompt_tokens_, &cached_tokens_, &output_tokens_}) v->resize(n);
+  preemptions_.resize(n);
+  status_.resize(n);
+  label_set_.resize(n);
+  // Ids are handed out at first sight in row order, so the label sets rows [0, n) use
+  // are ids [0, sets) and the strings those sets use are ids [0, strings).
+  uint32_t sets = 0, strings = 0;
+  for (uint32_t set : label_set_) sets = std::max(sets, set + 1);
+  for (uint32_t set = 0; set < sets; ++set) {
+    for (uint32_t id : label_sets_[set]) strings = std::max(strings, id + 1);
+  }
+  label_sets_.resize(sets);
+  label_set_hashes_.resize(sets);
+  strings_.resize(strings);
+  string_hashes_.resize(strings);
+  Reindex(label_set_slots_, label_set_hashes_);
+  Reindex(string_slots_, string_hashes_);
+  last_set_ = n > 0 ? label_set_.back() : UINT32_MAX;
+  last_ids_ = n > 0 ? label_sets_[last_set_] : std::array<uint32_t, kNumSpanLabels>{};
+}
+
+void SpanTable::Append(const SpanTable& other, std::span<const size_t> skip_rows, size_t end_row,
+                       int threads) {
   end_row = std::min(end_row, other.size());
   size_t kept = end_row;
   for (size_t r : skip_rows) kept -= r < end_row ? 1 : 0;
   Reserve(size() + kept);
   // Label sets of `other` -> ours, made on first use (the order Add() interns in).
   std::vector<uint32_t> set_map(other.label_sets_.size(), UINT32_MAX);
+  auto map_set = [&](uint32_t set) {
+    uint32_t& mine = set_map[set];
+    if (mine == UINT32_MAX) {
+      std::array<uint32_t, kNumSpanLabels> ids;
+      for (size_t i = 0; i < kNumSpanLabels; ++i) {
+        ids[i] = Intern(other.strings_[other.label_sets_[set][i]]);
+      }
+      mine = InternSet(ids);
+    }
+    return mine;
+  };
+  if (threads > 1 && skip_rows.empty() && end_row >= (size_t{1} << 20) &&
+      std::thread::hardware_concurrency() > 1) {
+    // Whole columns copied on two threads: the copy writes hundreds of MB of fresh
+    // memory, and the kernel's page zeroing then runs on both cores.
+    for (size_t r = 0; r < end_row; ++r) map_set(other.label_set_[r]);
+    const size_t base = size();
+    auto copy = [&](auto& dst, const auto& src) {
+      dst.resize(base + end_row);  // default-initialised (LargeAllocator)
+      std::memcpy(dst.data() + base, src.data(), end_row * sizeof(src[0]));
+    };
+    {
+      std::jthread helper([&] {
+        copy(arrival_s_, other.arrival_s_);
+        copy(queue_s_, other.queue_s_);
+        copy(prefill_s_, other.prefill_s_);
+        copy(front_end_s_, other.front_end_s_);
+        copy(ttft_s_, other.ttft_s_);
+        copy(decode_s_, other.decode_s_);
+        copy(e2e_s_, other.e2e_s_);
+      });
+      copy(itl_mean_s_, other.itl_mean_s_);
+      copy(itl_max_s_, other.itl_max_s_);
+      copy(prompt_tokens_, other.prompt_tokens_);
+      copy(cached_tokens_, other.cached_tokens_);
+      copy(output_tokens_, other.output_tokens_);
+      copy(preemptions_, other.preemptions_);
+      copy(status_, other.status_);
+      label_set_.resize(base + end_row);
+      for (size_t r = 0; r < end_row; ++r) label_set_[base + r] = set_map[other.label_set_[r]];
+    }
+    last_set_ = label_set_.back();
+    last_ids_ = label_sets_[last_set_];
+    return;
+  }
   auto copy_run = [&](size_t from, size_t to) {
     if (from >= to) return;
     auto run = [&](auto& dst, const auto& src) {
@@ -249,17 +338,8 @@ void SpanTable::Append(const SpanTable& other, std::span<const size_t> skip_rows
     run(preemptions_, other.preemptions_);
     run(status_, other.status_);
     for (size_t r = from; r < to; ++r) {
-      const uint32_t set = other.label_set_[r];
-      uint32_t& mine = set_map[set];
-      if (mine == UINT32_MAX) {
-        std::array<uint32_t, kNumSpanLabels> ids;
-        for (size_t i = 0; i < kNumSpanLabels; ++i) {
-          ids[i] = Intern(other.strings_[other.label_sets_[set][i]]);
-        }
-        mine = InternSet(ids);
-      }
-      label_set_.push_back(mine);
-      last_set_ = mine;
+      last_set_ = map_set(other.label_set_[r]);
+      label_set_.push_back(last_set_);
     }
   };
   size_t from = 0;
