@@ -321,6 +321,9 @@ class SpanTable : public SpanSink {
  private:
   uint32_t Intern(std::string_view s);
   uint32_t InternSet(const std::array<uint32_t, kNumSpanLabels>& ids);
+  // The columns but label_set_, as a tuple of references (span_table.cc only).
+  auto DataColumns();
+  auto DataColumns() const;
   // Columns on huge pages (LargeVector): a 10 M-span table is ~600 MB.
   LargeVector<double> arrival_s_;
   LargeVector<float> queue_s_, prefill_s_, front_end_s_, ttft_s_, decode_s_, e2e_s_, itl_mean_s_,

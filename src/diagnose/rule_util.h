@@ -90,25 +90,17 @@ class Gather {
 template <typename T>
 class GatherBuffer {
  public:
-  GatherBuffer() = default;
-  GatherBuffer(const GatherBuffer&) = delete;
-  GatherBuffer& operator=(const GatherBuffer&) = delete;
-  ~GatherBuffer() { internal::FreeLarge(data_, size_ * sizeof(T)); }
-  // Room for n values (contents unspecified).
+  // Room for n values (contents unspecified: LargeVector default-initialises).
   T* Room(size_t n) {
-    if (n > size_) {
-      internal::FreeLarge(data_, size_ * sizeof(T));
-      data_ = nullptr;
-      size_ = 0;
-      data_ = static_cast<T*>(internal::AllocateLarge(n * sizeof(T)));
-      size_ = n;
+    if (n > buf_.size()) {
+      buf_ = LargeVector<T>();  // freed before the larger block is taken
+      buf_.resize(n);
     }
-    return data_;
+    return buf_.data();
   }
 
  private:
-  T* data_ = nullptr;
-  size_t size_ = 0;
+  LargeVector<T> buf_;
 };
 
 // The storage behind one window's gathers: the whole window's, then its groups' in
