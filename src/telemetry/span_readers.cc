@@ -1464,7 +1464,7 @@ Status internal::ParseSpansWithFastPath(std::string_view data, std::string_view 
   TTFT_RETURN_IF_ERROR(CheckSpanFormat(format, source));
   // Copy into a padded buffer (simdjson reads up to SIMDJSON_PADDING past the end).
   std::vector<char> buf(data.size() + simdjson::SIMDJSON_PADDING + 1, '\0');
-  std::memcpy(buf.data(), data.data(), data.size());
+  if (!data.empty()) std::memcpy(buf.data(), data.data(), data.size());  // data() may be null
   RecordContext ctx(source, options, sink, report);
   auto parser = MakeParser(format, ctx, fast_path);
   auto parse = [&]() -> Status {
