@@ -15,7 +15,7 @@
 // Example:
 //
 //   std::vector<double> ttft = ...;
-//   double p99 = ttft::Quantile(ttft, 0.99);   // reorders `ttft`, O(n)
+//   double p99 = ttft::Quantile(ttft, 0.99);   // may reorder `ttft`, O(n)
 //
 // Thread safety: pure functions.
 
@@ -33,12 +33,33 @@
 
 namespace ttft {
 
-// Quantile q in [0, 1] of `values` by selection (std::nth_element): O(n), reorders
+// Quantile q in [0, 1] of `values` by selection (SelectOrderStats): O(n), may reorder
 // the input. NaN values must have been removed. Returns NaN for an empty input.
 double Quantile(std::span<double> values, double q);
 
 // Several quantiles at once; `qs` need not be sorted. Reorders the input.
 std::vector<double> Quantiles(std::span<double> values, std::span<const double> qs);
+
+// The order statistics k and k + 1 (0-based: the k-th smallest value of `values` and
+// the next one up), exactly; `second` equals `first` when k is the last index. This is
+// the selection under Quantile, for float, double and int32_t columns alike. May
+// reorder the input. REQUIRES: k < values.size(); no NaN values.
+//
+// Large inputs use Floyd and Rivest's sampling idea (CACM 18(3), 1975, "Algorithm 489:
+// SELECT"): order statistics of a random sample bracket rank k, one read-only pass
+// counts the values below the bracket and copies those inside it, and std::nth_element
+// runs on that copy (a few percent of the input). When the bracket misses rank k (about
+// one call in a hundred), it falls back to std::nth_element on the whole input.
+template <typename T>
+struct OrderStats {
+  T first;
+  T second;
+};
+template <typename T>
+OrderStats<T> SelectOrderStats(std::span<T> values, size_t k);
+extern template OrderStats<float> SelectOrderStats(std::span<float>, size_t);
+extern template OrderStats<double> SelectOrderStats(std::span<double>, size_t);
+extern template OrderStats<int32_t> SelectOrderStats(std::span<int32_t>, size_t);
 
 // -----------------------------------------------------------------------------
 // DDSketch: a mergeable quantile sketch with relative error on the value

@@ -8,6 +8,7 @@
 
 #include "diagnose/rule_util.h"
 #include "ttft/diagnose.h"
+#include "ttft/stats.h"
 
 namespace ttft {
 
@@ -39,15 +40,13 @@ void AddSpanToTable(const Span& s, SpanTable& table) {
 
 namespace {
 
-// Exact type-7 quantiles (the definition of ttft::Quantile) of `v` at `qs`, which must
-// be ascending, into `out`; NaN for an empty `v`. Reorders `v`. Each selection runs on
-// what lies above the previous one (p50 on n values, p90 on the upper half, p99 on the
-// top tenth), and on the column's own type: float and int32 order statistics converted
-// to double are exactly those of the double copies ttft::Quantile would sort, and the
-// interpolation is the same expression, so the results are bit-identical.
+// Exact type-7 quantiles (the definition of ttft::Quantile) of `v` at `qs` into `out`;
+// NaN for an empty `v`. May reorder `v`. The selection runs on the column's own type:
+// float and int32 order statistics converted to double are exactly those of the double
+// copies ttft::Quantile would select from, and the interpolation is the same
+// expression, so the results are bit-identical.
 template <typename T>
 void SelectQuantiles(std::span<T> v, std::span<const double> qs, double* out) {
-  size_t first = 0;  // [first, n) holds the values not yet placed
   const size_t n = v.size();
   for (size_t i = 0; i < qs.size(); ++i) {
     if (n == 0) {
@@ -56,21 +55,13 @@ void SelectQuantiles(std::span<T> v, std::span<const double> qs, double* out) {
     }
     const double h = (static_cast<double>(n) - 1) * std::clamp(qs[i], 0.0, 1.0);
     const size_t lo = static_cast<size_t>(std::floor(h));
-    const auto b = v.begin();
-    if (lo >= first) {
-      std::nth_element(b + static_cast<std::ptrdiff_t>(first), b + static_cast<std::ptrdiff_t>(lo),
-                       v.end());
-      first = lo;
-    }
-    const double a = static_cast<double>(v[lo]);
+    const OrderStats<T> os = SelectOrderStats(v, lo);
+    const double a = static_cast<double>(os.first);
     if (lo + 1 >= n || h == static_cast<double>(lo)) {
       out[i] = a;
       continue;
     }
-    // The next order statistic is the minimum of what lies above.
-    const double next =
-        static_cast<double>(*std::min_element(b + static_cast<std::ptrdiff_t>(lo) + 1, v.end()));
-    out[i] = a + (h - static_cast<double>(lo)) * (next - a);
+    out[i] = a + (h - static_cast<double>(lo)) * (static_cast<double>(os.second) - a);
   }
 }
 

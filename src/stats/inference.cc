@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "stats/splitmix64.h"
 #include "ttft/stats.h"
 
 namespace ttft {
@@ -14,26 +15,7 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// SplitMix64 (Steele, Lea, Flood, OOPSLA 2014): a small, fast, fully specified
-// generator, so intervals are reproducible across standard libraries.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n): Lemire's multiply-shift (bias below 2^-64 * n).
-  size_t Below(size_t n) {
-    __extension__ using U128 = unsigned __int128;
-    return static_cast<size_t>((static_cast<U128>(Next()) * n) >> 64);
-  }
-
- private:
-  uint64_t state_;
-};
+using stats_internal::SplitMix64;
 
 void Resample(std::span<const double> values, SplitMix64& rng, std::vector<double>& out) {
   out.resize(values.size());

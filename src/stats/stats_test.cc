@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -31,6 +32,74 @@ TEST(Quantile, Type7MatchesNumpy) {
   EXPECT_DOUBLE_EQ(Quantile(w, 0.99), 9.9);
   std::vector<double> empty;
   EXPECT_TRUE(std::isnan(Quantile(empty, 0.5)));
+}
+
+// SelectOrderStats against a full sort, over the shapes that stress a sample bracket:
+// heavy ties, sorted and reversed input, one repeated value, and every kind of rank.
+template <typename T>
+void ExpectOrderStatsLikeSort(std::vector<T> v, const char* what) {
+  std::vector<T> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = v.size();
+  for (size_t k : {size_t{0}, size_t{1}, n / 3, n / 2, n * 9 / 10, n * 99 / 100, n * 999 / 1000,
+                   n - 2, n - 1}) {
+    std::vector<T> work = v;
+    const OrderStats<T> os = SelectOrderStats(std::span<T>(work), k);
+    EXPECT_EQ(os.first, sorted[k]) << what << " n=" << n << " k=" << k;
+    EXPECT_EQ(os.second, sorted[std::min(k + 1, n - 1)]) << what << " n=" << n << " k=" << k;
+    std::sort(work.begin(), work.end());
+    EXPECT_EQ(work, sorted) << what << ": the values themselves must survive";
+  }
+}
+
+TEST(SelectOrderStats, EqualsSortOnEveryShape) {
+  std::mt19937_64 rng(42);
+  for (size_t n : {size_t{10}, size_t{4095}, size_t{4096}, size_t{50000}, size_t{300001}}) {
+    std::vector<double> lognormal(n);
+    std::lognormal_distribution<double> ln(0.0, 1.5);
+    for (double& x : lognormal) x = ln(rng);
+    ExpectOrderStatsLikeSort(lognormal, "lognormal");
+    std::vector<double> ascending = lognormal;
+    std::sort(ascending.begin(), ascending.end());
+    ExpectOrderStatsLikeSort(ascending, "ascending");
+    ExpectOrderStatsLikeSort(std::vector<double>(ascending.rbegin(), ascending.rend()),
+                             "descending");
+    std::vector<float> floats(n);
+    for (size_t i = 0; i < n; ++i) floats[i] = static_cast<float>(lognormal[i]);
+    ExpectOrderStatsLikeSort(floats, "float");
+    std::vector<int32_t> ties(n);  // a handful of distinct values, heavily tied
+    for (int32_t& x : ties) x = static_cast<int32_t>(rng() % 7) * 1000 - 3000;
+    ExpectOrderStatsLikeSort(ties, "ties");
+    ExpectOrderStatsLikeSort(std::vector<int32_t>(n, 5), "constant");
+    std::vector<int32_t> extremes(n);  // the type's own limits inside the data
+    for (size_t i = 0; i < n; ++i) {
+      extremes[i] = i % 3 == 0   ? std::numeric_limits<int32_t>::max()
+                    : i % 3 == 1 ? std::numeric_limits<int32_t>::lowest()
+                                 : static_cast<int32_t>(rng() % 100);
+    }
+    ExpectOrderStatsLikeSort(extremes, "extremes");
+    std::vector<double> infinite = lognormal;  // infinities at both ends
+    for (size_t i = 0; i < n; i += 5) infinite[i] = (i / 5) % 2 ? HUGE_VAL : -HUGE_VAL;
+    ExpectOrderStatsLikeSort(infinite, "infinite");
+  }
+}
+
+TEST(Quantile, LargeInputsEqualTheSortedDefinition) {
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> ln(-1.0, 1.2);
+  std::vector<double> v(200000);
+  for (double& x : v) x = ln(rng);
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  for (double q : {0.0, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0}) {
+    const double h = (static_cast<double>(v.size()) - 1) * q;
+    const auto lo = static_cast<size_t>(std::floor(h));
+    const double want = lo + 1 < v.size() ? sorted[lo] + (h - static_cast<double>(lo)) *
+                                                             (sorted[lo + 1] - sorted[lo])
+                                          : sorted[lo];
+    std::vector<double> work = v;
+    EXPECT_EQ(Quantile(work, q), want) << "q=" << q;
+  }
 }
 
 TEST(DDSketch, RelativeErrorOnHeavyTail) {
