@@ -195,6 +195,47 @@ TEST(SpanJsonlFastPath, NumbersRoundExactlyAsSimdjson) {
   ExpectSame(data, o);
 }
 
+// The fast path's numbers against std::from_chars (correctly rounded, ties to even) on
+// the 16-18 digit decimals that take its extended-precision route, and on integers
+// that lie exactly halfway between two doubles (where that route must decline).
+TEST(SpanJsonlFastPath, ExtendedPrecisionNumbersEqualFromChars) {
+  std::mt19937_64 rng(5);
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 400000; ++i) {
+    const int digits = 16 + static_cast<int>(rng() % 3);
+    std::string t = std::to_string(rng() % 9 + 1);
+    while (static_cast<int>(t.size()) < digits) t += static_cast<char>('0' + rng() % 10);
+    const auto point = 1 + static_cast<size_t>(rng() % static_cast<uint64_t>(digits));
+    if (rng() % 3 == 0) {
+      t.insert(0, "0.0000");  // leading zeros count as digits: 20+ take from_chars
+    } else if (point < t.size()) {
+      t.insert(point, ".");
+    }
+    if (rng() % 4 == 0) t += "e" + std::to_string(static_cast<int>(rng() % 19) - 9);
+    if (rng() % 5 == 0) t.insert(0, "-");
+    tokens.push_back(std::move(t));
+  }
+  for (int shift = 53; shift <= 62; ++shift) {  // halfway integers: odd multiples of ulp / 2
+    const uint64_t half_ulp = uint64_t{1} << (shift - 53);
+    for (int i = 0; i < 2000; ++i) {
+      const uint64_t base = (uint64_t{1} << shift) + (rng() % (uint64_t{1} << (shift - 1)));
+      const uint64_t m = (base & ~(2 * half_ulp - 1)) | half_ulp;
+      if (m < 1000000000000000000ULL) tokens.push_back(std::to_string(m));
+    }
+  }
+  int checked = 0;
+  for (const std::string& t : tokens) {
+    double want = 0, got = 0;
+    const auto res = std::from_chars(t.data(), t.data() + t.size(), want);
+    ASSERT_TRUE(res.ec == std::errc() && res.ptr == t.data() + t.size()) << t;
+    ASSERT_TRUE(internal::FastJsonDouble(t, got)) << t;
+    ASSERT_EQ(std::signbit(got), std::signbit(want)) << t;
+    ASSERT_EQ(got, want) << t;
+    ++checked;
+  }
+  EXPECT_GT(checked, 400000);
+}
+
 // simdjson 3.0.1's On-Demand get_double reads "0.44444444444444444444" as 0.0755 (the
 // differential fuzzer found it); both paths must give the correctly rounded value.
 TEST(SpanJsonlFastPath, LongNumbersAreReadCorrectlyOnBothPaths) {

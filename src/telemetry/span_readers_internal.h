@@ -18,6 +18,11 @@ Status ParseSpansWithFastPath(std::string_view data, std::string_view source,
                               const SpanReadOptions& options, SpanSink& sink, ReadReport& report,
                               bool fast_path, int64_t* fast_lines = nullptr);
 
+// The span JSONL fast path's number reader on one JSON number token: true with the
+// correctly rounded double, false for anything it declines (not a JSON number, out of
+// range). For tests against std::from_chars.
+bool FastJsonDouble(std::string_view token, double& out);
+
 // A sink that records every field of every span exactly (doubles by their bits, so
 // NaN equals NaN and -0 differs from 0), for comparing two reads.
 class RecordingSink final : public SpanSink {
