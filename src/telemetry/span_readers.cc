@@ -647,7 +647,12 @@ bool ExtendedDouble(uint64_t, int, double&) { return false; }
 // The double a scanned number denotes, correctly rounded (as simdjson's); false when
 // out of range.
 bool FastDouble(const FastValue& v, double& out) {
-  const size_t digits = v.integer.size() + v.fraction.size();
+  // Significant digits: a "0." number's leading fraction zeros add nothing to m.
+  size_t digits = v.integer.size() + v.fraction.size();
+  if (v.integer == "0") {
+    const size_t zeros = std::min(v.fraction.find_first_not_of('0'), v.fraction.size());
+    digits = v.fraction.size() - zeros;
+  }
   const int exp10 = digits <= 18 ? v.exp10 - static_cast<int>(v.fraction.size()) : 0;
   if (digits <= 15 && exp10 >= -22 && exp10 <= 22) {
     // Clinger's fast path: under 10^15 < 2^53 the mantissa is exact, and so is
