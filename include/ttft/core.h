@@ -188,8 +188,10 @@ struct Span {
 // its own (mmap, size rounded up to 2 MB) and advised to use transparent huge pages
 // (madvise MADV_HUGEPAGE, a hint the kernel may ignore): filling a fresh 40 MB column
 // then costs ~20 page faults instead of ~10,000, and in a VM the faults, not the
-// zeroing, were most of the cost of fresh memory (docs/performance.md). The block is
-// unmapped when freed. Smaller blocks, and every block in sanitizer builds (so ASan
+// zeroing, were most of the cost of fresh memory (docs/performance.md). A freed block
+// is kept for reuse (up to 1 GB in all, split or grown with mremap to fit the next
+// requests; resident until reused or the process ends), since a reused page needs no
+// fault and no zeroing. Smaller blocks, and every block in sanitizer builds (so ASan
 // keeps checking them), come from operator new.
 //
 //   ttft::LargeVector<float> ttft_s;   // a std::vector with this allocator

@@ -3,6 +3,9 @@
 
 #include <cstdint>
 #include <numeric>
+#include <random>
+#include <utility>
+#include <vector>
 
 #include "ttft/core.h"
 
@@ -21,6 +24,34 @@ TEST(LargeVector, HoldsValuesAcrossGrowthFromSmallToMappedBlocks) {
   LargeVector<uint8_t> sized(5'000'000);  // default-initialised, writable
   sized.back() = 9;
   EXPECT_EQ(sized.back(), 9);
+}
+
+// Freed blocks are reused (split, grown): live blocks must never overlap. Each live
+// block is filled with its own tag and checked after every later step.
+TEST(LargeVector, ReusedBlocksNeverOverlapLiveOnes) {
+  std::mt19937_64 rng(3);
+  std::vector<LargeVector<uint64_t>> live;
+  auto check = [&] {
+    for (size_t i = 0; i < live.size(); ++i) {
+      for (size_t j = 0; j < live[i].size(); j += 997) {
+        ASSERT_EQ(live[i][j], live[i].front()) << "block " << i << " was overwritten";
+      }
+    }
+  };
+  for (int step = 0; step < 60; ++step) {
+    if (!live.empty() && rng() % 3 == 0) {
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(rng() % live.size()));
+    } else {
+      const size_t n = (size_t{1} << 18) * (1 + rng() % 12);  // 2-24 MB
+      const uint64_t tag = rng();
+      live.emplace_back(n, tag);
+    }
+    if (!live.empty() && rng() % 4 == 0) {  // grow one: a reallocation frees the old block
+      LargeVector<uint64_t>& v = live[rng() % live.size()];
+      v.resize(v.size() * 2, v.front());
+    }
+    check();
+  }
 }
 
 TEST(LargeVector, AllocatorsCompareEqual) {
