@@ -476,8 +476,8 @@ uint64_t DigitsValue(uint64_t m, std::string_view digits) {
   return m;
 }
 
-// Scans [p, p + len). Reads up to 8 bytes past the end of a string run (callers
-// guarantee that much padding) but never looks at them.
+// Scans [p, p + len). Reads up to 8 bytes past the end of a string or digit run (callers
+// guarantee that much padding); the bytes past the end never change the result.
 class FastScanner {
  public:
   FastScanner(const char* p, size_t len) : cur_(p), end_(p + len) {}
@@ -522,6 +522,27 @@ class FastScanner {
     }
   }
 
+  // Advances past a run of ASCII digits, eight bytes at a time: a byte b is a digit
+  // when b < 0x80, (b & 0x7F) + 0x46 < 0x80 (b <= '9') and (b & 0x7F) + 0x50 >= 0x80
+  // (b >= '0'); neither sum carries into the next byte. Reads up to 8 bytes past the
+  // run (within the padding callers guarantee) but never moves past the end.
+  [[gnu::always_inline]] void SkipDigits() {
+    constexpr uint64_t kHigh = 0x8080808080808080ULL, kLow7 = 0x7F7F7F7F7F7F7F7FULL;
+    while (cur_ < end_) {
+      uint64_t x;
+      std::memcpy(&x, cur_, 8);
+      const uint64_t low = x & kLow7;
+      const uint64_t above_nine = low + 0x4646464646464646ULL;
+      const uint64_t from_zero = low + 0x5050505050505050ULL;
+      const uint64_t not_digit = (x | above_nine | ~from_zero) & kHigh;
+      if (not_digit != 0) {
+        cur_ = std::min(end_, cur_ + __builtin_ctzll(not_digit) / 8);
+        return;
+      }
+      cur_ = std::min(end_, cur_ + 8);
+    }
+  }
+
   // A JSON number (RFC 8259 grammar), starting at '-' or a digit.
   bool Number(FastValue& v) {
     v.kind = FastValue::kNumber;
@@ -532,7 +553,7 @@ class FastScanner {
     if (*cur_ == '0') {
       ++cur_;
     } else {
-      while (cur_ < end_ && IsDigit(*cur_)) ++cur_;
+      SkipDigits();
     }
     const char* const int_end = cur_;
     const char* frac_begin = cur_;
@@ -541,7 +562,7 @@ class FastScanner {
     int exp10 = 0;
     if (cur_ < end_ && *cur_ == '.') {
       frac_begin = ++cur_;
-      while (cur_ < end_ && IsDigit(*cur_)) ++cur_;
+      SkipDigits();
       frac_end = cur_;
       if (frac_end == frac_begin) return false;
     }
@@ -725,6 +746,10 @@ class JsonlParser final : public LineParser {
     if (!in.Consume('{')) return false;
     in.SkipSpace();
     size_t cursor = 0;
+    // One value reused for every key: Value() sets every member a field reads for its
+    // kind, and building a fresh one per key (64 bytes zeroed by `rep stos`) was 13%
+    // of the scanner's time.
+    FastValue v;
     if (!in.Consume('}')) {
       for (;;) {
         std::string_view key;
@@ -732,7 +757,6 @@ class JsonlParser final : public LineParser {
         in.SkipSpace();
         if (!in.Consume(':')) return false;
         in.SkipSpace();
-        FastValue v;
         if (!in.Value(v)) return false;
         const int idx = fields_.Lookup(key, cursor);
         if (idx >= 0) {
