@@ -40,6 +40,16 @@ double Quantile(std::span<double> values, double q);
 // Several quantiles at once; `qs` need not be sorted. Reorders the input.
 std::vector<double> Quantiles(std::span<double> values, std::span<const double> qs);
 
+// Quantile for float and int32_t columns too, without a double copy: their order
+// statistics converted to double are those of the copy, and the interpolation is
+// Quantile's, so the result is bit-identical to Quantile on the copy. May reorder the
+// input. REQUIRES: no NaN values. NaN for an empty input.
+template <typename T>
+double ColumnQuantile(std::span<T> values, double q);
+extern template double ColumnQuantile(std::span<float>, double);
+extern template double ColumnQuantile(std::span<double>, double);
+extern template double ColumnQuantile(std::span<int32_t>, double);
+
 // The order statistics k and k + 1 (0-based: the k-th smallest value of `values` and
 // the next one up), exactly; `second` equals `first` when k is the last index. This is
 // the selection under Quantile, for float, double and int32_t columns alike. May
@@ -48,8 +58,10 @@ std::vector<double> Quantiles(std::span<double> values, std::span<const double> 
 // Large inputs use Floyd and Rivest's sampling idea (CACM 18(3), 1975, "Algorithm 489:
 // SELECT"): order statistics of a random sample bracket rank k, one read-only pass
 // counts the values below the bracket and copies those inside it, and std::nth_element
-// runs on that copy (a few percent of the input). When the bracket misses rank k (about
-// one call in a hundred), it falls back to std::nth_element on the whole input.
+// runs on that copy (a few percent of the input). When the bracket misses rank k or k + 1 (it
+// spans four standard deviations of the sample rank either side, so about once in
+// 30,000 calls) or holds too many values (heavy ties), it falls back to
+// std::nth_element on the whole input.
 template <typename T>
 struct OrderStats {
   T first;

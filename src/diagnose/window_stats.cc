@@ -40,29 +40,12 @@ void AddSpanToTable(const Span& s, SpanTable& table) {
 
 namespace {
 
-// Exact type-7 quantiles (the definition of ttft::Quantile) of `v` at `qs` into `out`;
-// NaN for an empty `v`. May reorder `v`. The selection runs on the column's own type:
-// float and int32 order statistics converted to double are exactly those of the double
-// copies ttft::Quantile would select from, and the interpolation is the same
-// expression, so the results are bit-identical.
+// Exact type-7 quantiles of `v` at `qs` into `out` (ttft::ColumnQuantile: on the
+// column's own type, bit-identical to ttft::Quantile on double copies); NaN for an
+// empty `v`. May reorder `v`.
 template <typename T>
 void SelectQuantiles(std::span<T> v, std::span<const double> qs, double* out) {
-  const size_t n = v.size();
-  for (size_t i = 0; i < qs.size(); ++i) {
-    if (n == 0) {
-      out[i] = kMissing;
-      continue;
-    }
-    const double h = (static_cast<double>(n) - 1) * std::clamp(qs[i], 0.0, 1.0);
-    const size_t lo = static_cast<size_t>(std::floor(h));
-    const OrderStats<T> os = SelectOrderStats(v, lo);
-    const double a = static_cast<double>(os.first);
-    if (lo + 1 >= n || h == static_cast<double>(lo)) {
-      out[i] = a;
-      continue;
-    }
-    out[i] = a + (h - static_cast<double>(lo)) * (static_cast<double>(os.second) - a);
-  }
+  for (size_t i = 0; i < qs.size(); ++i) out[i] = ColumnQuantile(v, qs[i]);
 }
 
 constexpr std::array<double, 3> kTermQs = {0.5, 0.9, 0.99};

@@ -64,13 +64,12 @@ OrderStats<T> SelectOrderStats(std::span<T> v, size_t k) {
     hi = sample[static_cast<size_t>(hi_rank)];
   }
   // One read-only pass, branch-free (a p50 bracket is crossed every other value):
-  // count below lo, copy [lo, hi], keep the least value above hi.
+  // count below lo, copy [lo, hi].
   const double share = static_cast<double>(hi_rank - lo_rank + 1) / static_cast<double>(s);
   const size_t room =
       std::min(n, static_cast<size_t>(2 * share * static_cast<double>(n)) + 4 * kBlock);
   const auto in = std::make_unique_for_overwrite<T[]>(room);
   size_t below = 0, count = 0;
-  T least_above = kHighest;
   bool nan = false;
   for (size_t i = 0; i < n; i += kBlock) {
     if (count + kBlock > room) return ByNthElement(v, k);  // the bracket is too wide
@@ -80,36 +79,36 @@ OrderStats<T> SelectOrderStats(std::span<T> v, size_t k) {
       below += x < lo ? 1 : 0;
       in[count] = x;
       count += !(x < lo) && !(hi < x) ? 1 : 0;
-      least_above = hi < x && x < least_above ? x : least_above;
       if constexpr (std::is_floating_point_v<T>) nan |= x != x;
     }
   }
-  if (nan || k < below || k >= below + count) return ByNthElement(v, k);
-  const std::span<T> inside(in.get(), count);
-  const size_t j = k - below;
-  std::nth_element(inside.begin(), inside.begin() + static_cast<std::ptrdiff_t>(j), inside.end());
-  const T first = inside[j];
-  if (k + 1 >= n) return {first, first};
-  if (j + 1 < count) {
-    return {first,
-            *std::min_element(inside.begin() + static_cast<std::ptrdiff_t>(j) + 1, inside.end())};
-  }
-  return {first, least_above};  // rank k + 1 lies above the bracket
+  // Ranks k and k + 1 (when the input has one) must both lie in the bracket.
+  const size_t last = std::min(k + 1, n - 1);
+  if (nan || k < below || last >= below + count) return ByNthElement(v, k);
+  return ByNthElement(std::span<T>(in.get(), count), k - below);
 }
 
 template OrderStats<float> SelectOrderStats(std::span<float>, size_t);
 template OrderStats<double> SelectOrderStats(std::span<double>, size_t);
 template OrderStats<int32_t> SelectOrderStats(std::span<int32_t>, size_t);
 
-double Quantile(std::span<double> v, double q) {
+template <typename T>
+double ColumnQuantile(std::span<T> v, double q) {
   if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
   q = std::clamp(q, 0.0, 1.0);
   const double h = (static_cast<double>(v.size()) - 1) * q;
   const size_t lo = static_cast<size_t>(std::floor(h));
-  const auto [a, b] = SelectOrderStats(v, lo);
+  const OrderStats<T> os = SelectOrderStats(v, lo);
+  const auto a = static_cast<double>(os.first);
   if (lo + 1 >= v.size() || h == static_cast<double>(lo)) return a;
-  return a + (h - static_cast<double>(lo)) * (b - a);
+  return a + (h - static_cast<double>(lo)) * (static_cast<double>(os.second) - a);
 }
+
+template double ColumnQuantile(std::span<float>, double);
+template double ColumnQuantile(std::span<double>, double);
+template double ColumnQuantile(std::span<int32_t>, double);
+
+double Quantile(std::span<double> v, double q) { return ColumnQuantile(v, q); }
 
 std::vector<double> Quantiles(std::span<double> v, std::span<const double> qs) {
   std::vector<double> out;
