@@ -674,19 +674,23 @@ bool FastDouble(const FastValue& v, double& out) {
     const size_t zeros = std::min(v.fraction.find_first_not_of('0'), v.fraction.size());
     digits = v.fraction.size() - zeros;
   }
-  const int exp10 = digits <= 18 ? v.exp10 - static_cast<int>(v.fraction.size()) : 0;
-  if (digits <= 15 && exp10 >= -22 && exp10 <= 22) {
-    // Clinger's fast path: under 10^15 < 2^53 the mantissa is exact, and so is
-    // 10^|exp10|, so one IEEE operation rounds once, correctly.
-    const auto m = static_cast<double>(DigitsValue(DigitsValue(0, v.integer), v.fraction));
-    out = exp10 < 0 ? m / kPow10[-exp10] : m * kPow10[exp10];
-    if (v.negative) out = -out;
-    return true;
-  }
-  if (digits <= 18 && exp10 >= -27 && exp10 <= 27 &&
-      ExtendedDouble(DigitsValue(DigitsValue(0, v.integer), v.fraction), exp10, out)) {
-    if (v.negative) out = -out;
-    return true;
+  if (digits <= 18) {  // m < 10^18 < 2^63
+    const uint64_t m = DigitsValue(DigitsValue(0, v.integer), v.fraction);
+    const int exp10 = v.exp10 - static_cast<int>(v.fraction.size());
+    bool exact = false;
+    if (digits <= 15 && exp10 >= -22 && exp10 <= 22) {
+      // Clinger's fast path: under 10^15 < 2^53 the mantissa is exact, and so is
+      // 10^|exp10|, so one IEEE operation rounds once, correctly.
+      const auto d = static_cast<double>(m);
+      out = exp10 < 0 ? d / kPow10[-exp10] : d * kPow10[exp10];
+      exact = true;
+    } else if (exp10 >= -27 && exp10 <= 27) {
+      exact = ExtendedDouble(m, exp10, out);
+    }
+    if (exact) {
+      if (v.negative) out = -out;
+      return true;
+    }
   }
   const auto res = std::from_chars(v.text.data(), v.text.data() + v.text.size(), out);
   return res.ec == std::errc() && res.ptr == v.text.data() + v.text.size() && std::isfinite(out);
@@ -700,8 +704,7 @@ bool internal::FastJsonDouble(std::string_view token, double& out) {
   padded.append(8, '\0');
   FastScanner in(padded.data(), token.size());
   FastValue v;
-  if (in.Peek() != '-' && !IsDigit(in.Peek())) return false;
-  return in.Number(v) && in.AtEnd() && FastDouble(v, out);
+  return in.Value(v) && v.kind == FastValue::kNumber && in.AtEnd() && FastDouble(v, out);
 }
 
 namespace {
