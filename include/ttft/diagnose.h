@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "ttft/core.h"
+#include "ttft/dataset.h"
 #include "ttft/stats.h"
 #include "ttft/telemetry.h"
 
@@ -114,14 +115,6 @@ struct SpanWindow {
   const SpanTable* table = nullptr;  // null: no spans for this window
   double from_s = 0;
   double to_s = 0;
-};
-
-// A timestamped change (deploy, flag flip, drain) cited by the report.
-struct Annotation {
-  double at_s = 0;
-  std::string kind;    // e.g. "deploy_template"
-  std::string target;  // e.g. "app" or "rag-0"
-  std::string detail;  // free text, e.g. "app -> v2"
 };
 
 // Options of the diagnosis. Thresholds are documented in docs/diagnosis.md.
@@ -349,6 +342,16 @@ class HypothesisRule {
 
 // Every registered rule, in registry order.
 std::vector<std::unique_ptr<HypothesisRule>> DefaultRules();
+
+// The input of a diagnosis of `data` over `windows`: one span table (when the data has
+// spans), the snapshots covering each window, the data's annotations and sources.
+// REQUIRES: `data` outlives the result (it points into data.spans).
+DiagnosisInput DiagnosisInputOf(const Dataset& data, const AnalysisWindows& windows);
+
+// The input of a diagnosis of two separate inputs: each window is its input's whole
+// time range. InvalidArgument when one holds spans and the other only metrics.
+// REQUIRES: both outlive the result.
+Result<DiagnosisInput> DiagnosisInputOf(const Dataset& baseline, const Dataset& incident);
 
 // Builds the report. Errors (InvalidArgument): a window without a table or
 // snapshots, overlapping windows on the same table, an empty window range,

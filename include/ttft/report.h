@@ -31,6 +31,7 @@
 #include <string_view>
 
 #include "ttft/diagnose.h"
+#include "ttft/pipeline.h"
 
 namespace ttft {
 
@@ -41,6 +42,23 @@ std::string RenderMarkdown(const DiagnosisReport& report);
 nlohmann::json ReportJson(const DiagnosisReport& report);
 std::string RenderJson(const DiagnosisReport& report);  // ReportJson(...).dump(2) + "\n"
 std::string RenderHtml(const DiagnosisReport& report);
+
+// Renderers of scenario runs (src/report/run.cc).
+// The symptom table before and after, with ratios; ANSI colour only when `colour`.
+std::string RenderSymptomTable(const WindowSymptoms& baseline, const WindowSymptoms& incident,
+                               bool colour);
+// One window's symptoms as a two-column table (a run with no change to compare).
+std::string RenderSymptomColumn(const WindowSymptoms& window);
+// `ttft drill`'s text: the run, the symptom table, the seed's signature, the cost
+// check, then the diagnosis as RenderText. REQUIRES: drill.run.diagnosis is set.
+std::string RenderDrillText(const Drill& drill, bool colour);
+// `ttft drill --format json`. REQUIRES: drill.run.diagnosis is set.
+nlohmann::json DrillJson(const Drill& drill);
+
+// The report in `format` ("text", "markdown", "json" or "html"); InvalidArgument for
+// another name. `colour` applies to text only.
+Result<std::string> RenderReport(const DiagnosisReport& report, std::string_view format,
+                                 bool colour);
 
 // Escapes &, <, >, " and ' for HTML text and attribute values.
 std::string HtmlEscape(std::string_view s);

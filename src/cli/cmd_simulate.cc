@@ -1,13 +1,15 @@
-// `ttft simulate SCENARIO --out DIR`: run a scenario; write spans.jsonl,
-// metrics/*.prom (one exposition snapshot per scrape) and summary.json.
+// `ttft simulate SCENARIO --out DIR`: run a scenario through the library's
+// RunScenario (ttft/pipeline.h), which writes spans.jsonl, metrics/*.prom (one
+// exposition snapshot per scrape) and summary.json; print a summary.
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
 
 #include "cli/commands.h"
-#include "cli/sim_output.h"
+#include "ttft/pipeline.h"
+#include "ttft/report.h"
 #include "ttft/scenario.h"
 
 namespace ttft::cli {
@@ -46,39 +48,31 @@ Runner RegisterSimulate(CLI::App& app) {
       sc.duration_s = o->duration_s;
       sc.workload.duration_s = o->duration_s;
     }
-    OutputSink sink;
-    TTFT_RETURN_IF_ERROR(sink.Open(o->out));
-    const Windows win = AnalysisWindows(sc);
-    sink.KeepOnly(win.before_from, win.before_to, win.after_from, win.after_to);
-    TTFT_ASSIGN_OR_RETURN(SimulationResult r, RunWithProgress(sc, sink, o->quiet));
-    TTFT_RETURN_IF_ERROR(sink.Close());
-    nlohmann::json summary = SummaryJson(sc, r, win, sink.symptoms());
+    RunOptions options;
+    options.out_dir = o->out;
+    options.progress = ProgressPrinter(sc.name, o->quiet);
+    auto run = RunScenario(sc, options);
+    EndProgress();
+    if (!run.ok()) return run.status();
     const std::string path = (std::filesystem::path(o->out) / "summary.json").string();
-    std::ofstream f(path);
-    f << summary.dump(2) << "\n";
-    if (!f.good()) return Status::IoError(path + ": write failed");
-    if (o->format == "json") {
-      std::cout << summary.dump(2) << "\n";
-      return Status::Ok();
-    }
-    std::cout << fmt::format("{}: {} requests ({} ok, {} errors), {} engine steps, {} scrapes{}\n",
-                             sc.name, r.requests, r.finished_ok, r.errors, r.steps, r.snapshots,
-                             r.truncated ? " (TRUNCATED at the drain limit)" : "");
+    if (o->format == "json") return WriteOutput(run->summary.dump(2) + "\n", "");
+    const SimulationResult& r = run->result;
+    std::string text =
+        fmt::format("{}: {} requests ({} ok, {} errors), {} engine steps, {} scrapes{}\n", sc.name,
+                    r.requests, r.finished_ok, r.errors, r.steps, r.snapshots,
+                    r.truncated ? " (TRUNCATED at the drain limit)" : "");
     for (const AppliedEvent& e : r.events) {
-      std::cout << fmt::format("  t={:.1f} s  {} {} {}\n", e.at_s, ToString(e.kind), e.target,
-                               e.detail);
+      text += fmt::format("  t={:.1f} s  {} {} {}\n", e.at_s, ToString(e.kind), e.target, e.detail);
     }
-    const SymptomCollector& c = sink.symptoms();
-    if (win.has_change) {
-      std::cout << SymptomTableText(c.Compute(win.before_from, win.before_to),
-                                    c.Compute(win.after_from, win.after_to),
-                                    StdoutIsTty() && std::getenv("NO_COLOR") == nullptr);
+    if (std::isfinite(run->windows.change_at_s)) {
+      text += RenderSymptomTable(run->baseline, run->incident,
+                                 StdoutIsTty() && std::getenv("NO_COLOR") == nullptr);
     } else {
-      std::cout << SymptomColumnText(c.Compute(win.after_from, win.after_to));
+      text += RenderSymptomColumn(run->incident);
     }
-    std::cout << fmt::format("wrote {}/spans.jsonl, {}/metrics/ ({} files), {}\n", o->out, o->out,
-                             r.snapshots, path);
-    return Status::Ok();
+    text += fmt::format("wrote {}/spans.jsonl, {}/metrics/ ({} files), {}\n", o->out, o->out,
+                        r.snapshots, path);
+    return WriteOutput(text, "");
   };
 }
 

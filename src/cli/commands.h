@@ -7,8 +7,11 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 
 #include "ttft/core.h"
+#include "ttft/dataset.h"
+#include "ttft/scenario.h"
 
 namespace ttft::cli {
 
@@ -20,6 +23,33 @@ Runner RegisterCost(CLI::App& app);
 Runner RegisterStats(CLI::App& app);
 Runner RegisterDiagnose(CLI::App& app);
 Runner RegisterValidate(CLI::App& app);
+
+// The reader flags every command that reads telemetry takes (`stats`, `diagnose`):
+// --input-format, --strict, --columns.
+struct ReaderFlags {
+  std::string input_format = "auto";
+  bool strict = false;
+  std::string columns;
+};
+void AddReaderFlags(CLI::App& app, ReaderFlags& flags);
+Result<LoadOptions> ToLoadOptions(const ReaderFlags& flags);
+
+// Prints the read report's summary ("N records skipped: ...; first: f:12: ...") on
+// standard error when anything was skipped or doubted: never lost silently.
+void PrintReadSummary(const ReadReport& report);
+
+// Writes `text` to the file `out`, or to standard output when `out` is empty; a failed
+// write (a full disk, a closed pipe) is an IoError.
+Status WriteOutput(const std::string& text, const std::string& out);
+
+// A scenario file, or else a built-in scenario's name (cmd_simulate.cc).
+Result<Scenario> LoadScenarioArg(const std::string& arg);
+
+// Progress of a simulation on standard error when it is a terminal and not `quiet`,
+// for runs longer than a second; EndProgress erases the line.
+std::function<void(double sim_s, double fraction)> ProgressPrinter(const std::string& name,
+                                                                   bool quiet);
+void EndProgress();
 
 // True when standard error is a terminal (progress and colour go there only then).
 bool StderrIsTty();

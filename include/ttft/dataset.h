@@ -1,0 +1,173 @@
+// -----------------------------------------------------------------------------
+// File: ttft/dataset.h
+// -----------------------------------------------------------------------------
+//
+// The inputs of an analysis and the windows over them. A Dataset is what every
+// analysing command (`stats`, `diagnose`, `gate`) starts from: the spans, the metric
+// snapshots, the change annotations, the names of the sources and the data's time
+// range, loaded from paths of any format the telemetry readers take, from a
+// `ttft simulate` output folder, from an events file, or from a live Prometheus.
+// A window chooser turns a change time, a window length or explicit ranges into the
+// baseline and incident windows, or into an error that says what to give instead.
+// Times on the command line (seconds or RFC 3339) are parsed here.
+//
+// Example:
+//
+//   ttft::LoadOptions options;                  // auto-detect every input's format
+//   ttft::Dataset data;
+//   for (const std::string& path : paths) TTFT_RETURN_IF_ERROR(ttft::LoadInput(path, options,
+//   data)); ttft::FinishLoading(data);                  // sort scrapes, compute the time range
+//   ttft::WindowRequest want;
+//   TTFT_ASSIGN_OR_RETURN(want.change_at_s, ttft::ParseTime("2025-06-01T12:00:00Z"));
+//   TTFT_ASSIGN_OR_RETURN(ttft::AnalysisWindows w, ttft::ChooseWindows(want, data));
+//
+// Thread safety: the functions are re-entrant; a Dataset is a value.
+
+#ifndef TTFT_DATASET_H_
+#define TTFT_DATASET_H_
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ttft/core.h"
+#include "ttft/telemetry.h"
+
+namespace ttft {
+
+// -----------------------------------------------------------------------------
+// Times
+// -----------------------------------------------------------------------------
+
+// Parses seconds ("1200", "1200.5") or an RFC 3339 time ("2025-06-01T12:00:00Z",
+// "2025-06-01T12:00:00.250+02:00") into seconds in the spans' time base (Unix seconds
+// for RFC 3339). Fractions beyond nanoseconds are accepted and ignored. Errors
+// (InvalidArgument) name the text and what was expected.
+Result<double> ParseTime(std::string_view text);
+
+// [from_s, to_s): a span belongs to it by its arrival time.
+struct TimeRange {
+  double from_s = std::numeric_limits<double>::quiet_NaN();
+  double to_s = std::numeric_limits<double>::quiet_NaN();
+  // True when both ends are finite and from_s < to_s.
+  bool valid() const { return std::isfinite(from_s) && std::isfinite(to_s) && from_s < to_s; }
+};
+
+// Parses "FROM:TO" (each as ParseTime). `flag` names the option in errors.
+Result<TimeRange> ParseTimeRange(std::string_view text, std::string_view flag);
+
+// -----------------------------------------------------------------------------
+// Change annotations (the events file)
+// -----------------------------------------------------------------------------
+
+// A timestamped change (deploy, flag flip, drain) cited by the report.
+struct Annotation {
+  double at_s = 0;
+  std::string kind;    // e.g. "deploy_template"
+  std::string target;  // e.g. "app" or "rag-0"
+  std::string detail;  // free text, e.g. "app -> v2"
+};
+
+// Reads an events file: a JSON array, an object with an "events" array (as a simulate
+// folder's summary.json), or JSON Lines; each event {at_s | time, kind, target,
+// detail | note}. Errors name the file and line of a bad event.
+Result<std::vector<Annotation>> ReadEvents(const std::string& path);
+
+// -----------------------------------------------------------------------------
+// Loading
+// -----------------------------------------------------------------------------
+
+struct LoadOptions {
+  // Format, strictness and column mapping of span inputs (`--input-format`,
+  // `--strict`, `--columns`). A format other than auto applies to every file input.
+  SpanReadOptions read;
+  // A scrape without sample timestamps takes its time from its file name
+  // ("t<seconds>.prom"); when neither gives one it is an error if this is set, else
+  // its time stays 0 (a single cumulative scrape needs none).
+  bool require_snapshot_times = true;
+};
+
+// Everything the inputs held. Spans of all span inputs go into one table.
+struct Dataset {
+  SpanTable spans;
+  bool has_spans = false;
+  std::vector<MetricSnapshot> snapshots;  // sorted by timestamp_s after FinishLoading
+  std::vector<Annotation> annotations;
+  std::vector<std::string> sources;  // input names, in the order given
+  ReadReport report;                 // every input's skipped records and warnings
+  // A `ttft simulate` folder's summary.json: its change time and analysis windows.
+  double recorded_change_at_s = std::numeric_limits<double>::quiet_NaN();
+  TimeRange recorded_baseline, recorded_incident;
+  // The data's time range: the spans' arrivals, else the snapshots' times. Set by
+  // FinishLoading; first_s > last_s when the data holds no times.
+  double first_s = std::numeric_limits<double>::infinity();
+  double last_s = -std::numeric_limits<double>::infinity();
+  // [first_s, the next double after last_s): every arrival inside.
+  TimeRange range() const;
+};
+
+// Adds one input to `data`: a span file (JSONL, CSV, OTLP, span sink; gzip ok; "-" is
+// standard input, read as spans unless `options.read.format` says otherwise), a
+// Prometheus scrape (.prom text) or saved query_range JSON, or a `ttft simulate`
+// output folder (spans.jsonl, metrics/*.prom, summary.json). A simulate folder's
+// spans.jsonl given alone also brings its summary's events. Errors: NotFound for a
+// missing path, InvalidArgument for a folder with nothing to read or a scrape with no
+// time, and whatever the readers return (with file:line).
+Status LoadInput(const std::string& path, const LoadOptions& options, Dataset& data);
+
+// Adds the window [from_s, to_s] of a live Prometheus server (base URL) as snapshots
+// at `step_s`; `selector` as FetchPromWindow takes it.
+Status LoadPrometheus(const std::string& url, const std::string& selector, double from_s,
+                      double to_s, double step_s, const PromClientOptions& client_options,
+                      Dataset& data);
+
+// Sorts the snapshots by time and sets the time range. Call once after the last
+// LoadInput/LoadPrometheus.
+void FinishLoading(Dataset& data);
+
+// LoadInput over `paths` in order, then FinishLoading.
+Status LoadDataset(std::span<const std::string> paths, const LoadOptions& options, Dataset& data);
+
+// The snapshots covering [from_s, to_s]: those inside, plus the last one before
+// `from_s` (the counters' starting point) unless one lies exactly at `from_s`.
+// REQUIRES: `all` sorted by time.
+std::vector<MetricSnapshot> SnapshotsCovering(std::span<const MetricSnapshot> all, double from_s,
+                                              double to_s);
+
+// -----------------------------------------------------------------------------
+// Windows
+// -----------------------------------------------------------------------------
+
+// The baseline and incident windows of an analysis.
+struct AnalysisWindows {
+  double change_at_s = std::numeric_limits<double>::quiet_NaN();  // NaN: none
+  TimeRange baseline, incident;
+};
+
+// The one window policy around a change: baseline [max(lo, change - window_s),
+// change), incident [change, min(hi, change + window_s)).
+// REQUIRES: window_s > 0.
+AnalysisWindows WindowsAround(double change_at_s, double window_s, TimeRange data);
+
+// What the user asked for; every field optional.
+struct WindowRequest {
+  double change_at_s = std::numeric_limits<double>::quiet_NaN();  // --change-at
+  double window_s = 0;  // --window; 0: as wide as the data allows on both sides
+  std::optional<TimeRange> baseline, incident;  // --baseline-window, --incident-window
+};
+
+// Chooses the windows over `data`, in this order: explicit ranges (both, not
+// overlapping); a simulate folder's recorded windows when nothing else was asked;
+// otherwise WindowsAround the change (given, else the recorded one) with the given
+// window, else the widest symmetric one. Errors (InvalidArgument) say what is missing
+// or wrong: no times in the data, one explicit range without the other, overlapping
+// ranges, no change time, a change outside the data, a negative or non-finite window.
+Result<AnalysisWindows> ChooseWindows(const WindowRequest& request, const Dataset& data);
+
+}  // namespace ttft
+
+#endif  // TTFT_DATASET_H_

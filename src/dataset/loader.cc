@@ -1,0 +1,207 @@
+// Loading inputs into a Dataset (ttft/dataset.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "dataset/internal.h"
+#include "ttft/dataset.h"
+
+namespace ttft {
+namespace fs = std::filesystem;
+namespace {
+
+// The scrape time of a snapshot file: its samples' time, else "t<seconds>.prom" (or
+// "<seconds>.prom"); NaN when neither gives one.
+double SnapshotTime(const std::string& path, const MetricSnapshot& s) {
+  if (s.timestamp_s > 0) return s.timestamp_s;
+  std::string name = fs::path(path).filename().string();
+  if (name.size() < 6 || name.compare(name.size() - 5, 5, ".prom") != 0) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  name.resize(name.size() - 5);
+  // The longest tail of digits and at most one dot, optionally after a 't'.
+  size_t start = name.size();
+  bool dot = false;
+  while (start > 0) {
+    const char c = name[start - 1];
+    if (c >= '0' && c <= '9') {
+      --start;
+    } else if (c == '.' && !dot) {
+      dot = true;
+      --start;
+    } else {
+      break;
+    }
+  }
+  while (start < name.size() && name[start] == '.') ++start;  // "x.12" -> "12"
+  double t = 0;
+  const char* first = name.data() + start;
+  const char* last = name.data() + name.size();
+  const auto [ptr, ec] = std::from_chars(first, last, t);
+  if (first == last || ec != std::errc() || ptr != last || !std::isfinite(t)) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  return t;
+}
+
+// Reads a simulate folder's summary.json: its events, change time and windows.
+void ReadSummary(const fs::path& path, bool windows_too, Dataset& data) {
+  std::ifstream f(path);
+  auto j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return;
+  for (Annotation& a : dataset_internal::EventsOfSummary(j)) data.annotations.push_back(a);
+  if (!windows_too) return;
+  if (j.contains("change_at_s") && j["change_at_s"].is_number()) {
+    data.recorded_change_at_s = j["change_at_s"].get<double>();
+  }
+  const auto s = j.find("symptoms");
+  if (s == j.end() || !s->is_object() || !s->contains("baseline") || !s->contains("incident")) {
+    return;
+  }
+  auto num = [](const nlohmann::json& x, const char* k) {
+    return x.is_object() && x.contains(k) && x[k].is_number()
+               ? x[k].get<double>()
+               : std::numeric_limits<double>::quiet_NaN();
+  };
+  data.recorded_baseline = {num((*s)["baseline"], "from_s"), num((*s)["baseline"], "to_s")};
+  data.recorded_incident = {num((*s)["incident"], "from_s"), num((*s)["incident"], "to_s")};
+}
+
+Status AddScrape(const std::string& path, MetricSnapshot s, const LoadOptions& options,
+                 Dataset& data) {
+  const double t = SnapshotTime(path, s);
+  if (std::isfinite(t)) {
+    s.timestamp_s = t;
+  } else if (options.require_snapshot_times) {
+    return Status::Invalid(fmt::format(
+        "{}: cannot tell the scrape time (no sample timestamps; name it t<seconds>.prom)", path));
+  }
+  data.snapshots.push_back(std::move(s));
+  return Status::Ok();
+}
+
+Status LoadFolder(const std::string& in, const LoadOptions& options, Dataset& data) {
+  const fs::path d(in);
+  bool any = false;
+  // The folder's files are ttft's own formats whatever --input-format says.
+  LoadOptions own = options;
+  own.read.format = InputFormat::kAuto;
+  if (fs::exists(d / "spans.jsonl")) {
+    TTFT_RETURN_IF_ERROR(
+        ReadSpanTable((d / "spans.jsonl").string(), own.read, data.spans, data.report));
+    data.has_spans = any = true;
+  }
+  if (fs::is_directory(d / "metrics")) {
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(d / "metrics")) {
+      if (e.path().extension() == ".prom") files.push_back(e.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (const std::string& f : files) TTFT_RETURN_IF_ERROR(LoadInput(f, own, data));
+    any = any || !files.empty();
+  }
+  if (fs::exists(d / "summary.json")) ReadSummary(d / "summary.json", /*windows_too=*/true, data);
+  if (!any) {
+    return Status::Invalid(fmt::format("{}: a folder without spans.jsonl or metrics/*.prom", in));
+  }
+  data.sources.push_back(in);
+  return Status::Ok();
+}
+
+}  // namespace
+
+TimeRange Dataset::range() const {
+  return {first_s, std::nextafter(last_s, std::numeric_limits<double>::infinity())};
+}
+
+Status LoadInput(const std::string& in, const LoadOptions& options, Dataset& data) {
+  if (in != "-" && fs::is_directory(in)) return LoadFolder(in, options, data);
+  if (in != "-" && !fs::exists(in)) return Status::NotFound(fmt::format("{}: no such file", in));
+  InputFormat kind = options.read.format;
+  if (kind == InputFormat::kAuto) {
+    kind = InputFormat::kSpanJsonl;  // standard input: spans unless told otherwise
+    if (in != "-") {
+      // The first 64 KB tell the format; reading the whole file here would hold a
+      // multi-GB span file in memory twice.
+      TTFT_ASSIGN_OR_RETURN(std::string head, ReadInputHead(in, 1 << 16));
+      kind = DetectFormat(head);
+    }
+  }
+  if (kind == InputFormat::kProm) {
+    TTFT_ASSIGN_OR_RETURN(MetricSnapshot s,
+                          ReadExpositionFile(in, options.read.strict, data.report));
+    TTFT_RETURN_IF_ERROR(AddScrape(in, std::move(s), options, data));
+  } else if (kind == InputFormat::kPromQueryJson) {
+    TTFT_ASSIGN_OR_RETURN(std::string body, ReadInputFile(in));
+    TTFT_ASSIGN_OR_RETURN(auto series, ParsePromQueryJson(body));
+    for (auto& s : SnapshotsFromSeries(series)) data.snapshots.push_back(std::move(s));
+  } else {
+    TTFT_RETURN_IF_ERROR(ReadSpanTable(in, options.read, data.spans, data.report));
+    data.has_spans = true;
+    // A simulate folder's spans given alone: take its summary's events too.
+    if (in != "-" && fs::path(in).filename() == "spans.jsonl") {
+      const fs::path summary = fs::path(in).parent_path() / "summary.json";
+      if (fs::exists(summary)) ReadSummary(summary, /*windows_too=*/false, data);
+    }
+  }
+  data.sources.push_back(in);
+  return Status::Ok();
+}
+
+Status LoadPrometheus(const std::string& url, const std::string& selector, double from_s,
+                      double to_s, double step_s, const PromClientOptions& client_options,
+                      Dataset& data) {
+  TTFT_ASSIGN_OR_RETURN(PromClient client, PromClient::Create(url, client_options));
+  TTFT_ASSIGN_OR_RETURN(auto snaps, FetchPromWindow(client, selector, from_s, to_s, step_s));
+  for (auto& s : snaps) data.snapshots.push_back(std::move(s));
+  data.sources.push_back(url);
+  return Status::Ok();
+}
+
+void FinishLoading(Dataset& data) {
+  data.first_s = std::numeric_limits<double>::infinity();
+  data.last_s = -std::numeric_limits<double>::infinity();
+  for (double a : data.spans.arrival_s()) {
+    data.first_s = std::min(data.first_s, a);
+    data.last_s = std::max(data.last_s, a);
+  }
+  if (!data.has_spans) {
+    for (const MetricSnapshot& s : data.snapshots) {
+      data.first_s = std::min(data.first_s, s.timestamp_s);
+      data.last_s = std::max(data.last_s, s.timestamp_s);
+    }
+  }
+  std::stable_sort(data.snapshots.begin(), data.snapshots.end(),
+                   [](const MetricSnapshot& a, const MetricSnapshot& b) {
+                     return a.timestamp_s < b.timestamp_s;
+                   });
+}
+
+Status LoadDataset(std::span<const std::string> paths, const LoadOptions& options, Dataset& data) {
+  for (const std::string& p : paths) TTFT_RETURN_IF_ERROR(LoadInput(p, options, data));
+  FinishLoading(data);
+  return Status::Ok();
+}
+
+std::vector<MetricSnapshot> SnapshotsCovering(std::span<const MetricSnapshot> all, double from,
+                                              double to) {
+  std::vector<MetricSnapshot> out;
+  const MetricSnapshot* before = nullptr;
+  for (const MetricSnapshot& s : all) {
+    if (s.timestamp_s < from) before = &s;
+    if (s.timestamp_s >= from && s.timestamp_s <= to) out.push_back(s);
+  }
+  // A scrape exactly at `from` is the starting point; an earlier one would add the
+  // previous interval's requests to the window.
+  if (before != nullptr && (out.empty() || out.front().timestamp_s > from)) {
+    out.insert(out.begin(), *before);
+  }
+  return out;
+}
+
+}  // namespace ttft

@@ -1,0 +1,155 @@
+// Renderers of scenario runs (ttft/report.h): the symptom table of `ttft simulate`
+// and `ttft drill`, and the drill's text and JSON.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+
+#include "ttft/pipeline.h"
+#include "ttft/report.h"
+
+namespace ttft {
+namespace {
+
+std::string Secs(double v) {
+  if (!std::isfinite(v)) return "n/a";
+  if (v < 1) return fmt::format("{:.0f} ms", v * 1000);
+  return fmt::format("{:.2f} s", v);
+}
+std::string Pct(double v) { return std::isfinite(v) ? fmt::format("{:.1f}%", v * 100) : "n/a"; }
+std::string Count(double v) { return std::isfinite(v) ? fmt::format("{:.0f}", v) : "n/a"; }
+std::string Ratio(double a, double b) {
+  if (!std::isfinite(a) || !std::isfinite(b) || a <= 0) return "";
+  return fmt::format("{:.2f}x", b / a);
+}
+
+}  // namespace
+
+std::string RenderSymptomTable(const WindowSymptoms& a, const WindowSymptoms& b, bool colour) {
+  const char* bold = colour ? "\033[1m" : "";
+  const char* reset = colour ? "\033[0m" : "";
+  const char* red = colour ? "\033[31m" : "";
+  std::string out = fmt::format("{}{:<24}{:>14}{:>14}{:>10}{}\n", bold, "symptom", "baseline",
+                                "incident", "change", reset);
+  auto row = [&](const char* name, const std::string& x, const std::string& y,
+                 const std::string& ratio, bool alarm) {
+    out += fmt::format("{:<24}{:>14}{:>14}{}{:>10}{}\n", name, x, y, alarm ? red : "", ratio,
+                       alarm ? reset : "");
+  };
+  auto big = [](double x, double y, double factor) {
+    return std::isfinite(x) && std::isfinite(y) && x > 0 && y / x >= factor;
+  };
+  row("window", fmt::format("[{:.0f},{:.0f}) s", a.from_s, a.to_s),
+      fmt::format("[{:.0f},{:.0f}) s", b.from_s, b.to_s), "", false);
+  row("requests", Count(static_cast<double>(a.requests)), Count(static_cast<double>(b.requests)),
+      Ratio(static_cast<double>(a.requests), static_cast<double>(b.requests)), false);
+  row("p50 TTFT", Secs(a.ttft_p50_s), Secs(b.ttft_p50_s), Ratio(a.ttft_p50_s, b.ttft_p50_s),
+      big(a.ttft_p50_s, b.ttft_p50_s, 2));
+  row("p99 TTFT", Secs(a.ttft_p99_s), Secs(b.ttft_p99_s), Ratio(a.ttft_p99_s, b.ttft_p99_s),
+      big(a.ttft_p99_s, b.ttft_p99_s, 2));
+  row("p99 queue time", Secs(a.queue_p99_s), Secs(b.queue_p99_s),
+      Ratio(a.queue_p99_s, b.queue_p99_s), big(a.queue_p99_s, b.queue_p99_s, 2));
+  row("p99 prefill time", Secs(a.prefill_p99_s), Secs(b.prefill_p99_s),
+      Ratio(a.prefill_p99_s, b.prefill_p99_s), big(a.prefill_p99_s, b.prefill_p99_s, 2));
+  row("inter-token latency p50", Secs(a.itl_p50_s), Secs(b.itl_p50_s),
+      Ratio(a.itl_p50_s, b.itl_p50_s), big(a.itl_p50_s, b.itl_p50_s, 1.5));
+  row("error rate", Pct(a.error_rate), Pct(b.error_rate), "", false);
+  row("replicas", Count(static_cast<double>(a.replicas)), Count(static_cast<double>(b.replicas)),
+      "", a.replicas != b.replicas);
+  row("prefix-cache hit rate", Pct(a.prefix_cache_hit_rate), Pct(b.prefix_cache_hit_rate), "",
+      std::isfinite(a.prefix_cache_hit_rate) &&
+          b.prefix_cache_hit_rate < 0.5 * a.prefix_cache_hit_rate);
+  row("p99 prompt tokens", Count(a.prompt_tokens_p99), Count(b.prompt_tokens_p99),
+      Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99), false);
+  row("preemptions", Count(static_cast<double>(a.preemptions)),
+      Count(static_cast<double>(b.preemptions)), "", b.preemptions > 2 * a.preemptions + 10);
+  return out;
+}
+
+std::string RenderSymptomColumn(const WindowSymptoms& w) {
+  std::string out;
+  auto row = [&](const char* name, const std::string& v) {
+    out += fmt::format("{:<24}{:>16}\n", name, v);
+  };
+  row("window", fmt::format("[{:.0f},{:.0f}) s", w.from_s, w.to_s));
+  row("requests", Count(static_cast<double>(w.requests)));
+  row("request rate", fmt::format("{:.2f}/s", w.request_rate_rps));
+  row("p50 TTFT", Secs(w.ttft_p50_s));
+  row("p90 TTFT", Secs(w.ttft_p90_s));
+  row("p99 TTFT", Secs(w.ttft_p99_s));
+  row("p99 queue time", Secs(w.queue_p99_s));
+  row("p99 prefill time", Secs(w.prefill_p99_s));
+  row("inter-token latency p50", Secs(w.itl_p50_s));
+  row("error rate", Pct(w.error_rate));
+  row("replicas", Count(static_cast<double>(w.replicas)));
+  row("prefix-cache hit rate", Pct(w.prefix_cache_hit_rate));
+  row("p99 prompt tokens", Count(w.prompt_tokens_p99));
+  row("preemptions", Count(static_cast<double>(w.preemptions)));
+  return out;
+}
+
+nlohmann::json DrillJson(const Drill& d) {
+  const ScenarioRun& run = d.run;
+  nlohmann::json events = nlohmann::json::array();
+  for (const AppliedEvent& e : run.result.events) {
+    events.push_back({{"at_s", e.at_s},
+                      {"kind", std::string(ToString(e.kind))},
+                      {"target", e.target},
+                      {"detail", e.detail}});
+  }
+  nlohmann::json sig = nlohmann::json::array();
+  for (const SignatureCheck& c : d.signature) {
+    sig.push_back({{"check", c.what}, {"pass", c.pass}, {"observed", c.observed}});
+  }
+  const nlohmann::json dj = ReportJson(*run.diagnosis);
+  return nlohmann::json{
+      {"scenario", d.scenario},
+      {"variant", d.variant},
+      {"verdict", dj["verdict"]},
+      {"hypotheses", dj["hypotheses"]},
+      {"diagnosis", dj},
+      {"seed", d.seed},
+      {"change_at_s", run.windows.change_at_s},
+      {"events", events},
+      {"baseline", SymptomsJson(run.baseline)},
+      {"incident", SymptomsJson(run.incident)},
+      {"signature", sig},
+      {"cost",
+       {{"model", d.model},
+        {"gpu", d.gpu},
+        {"dtype", d.dtype},
+        {"tp", d.tp},
+        {"prefill_1000_after_5000_cached_s", d.prefill_1000_after_5000_cached_s},
+        {"prefill_6000_uncached_s", d.prefill_6000_uncached_s}}},
+  };
+}
+
+std::string RenderDrillText(const Drill& d, bool colour) {
+  const ScenarioRun& run = d.run;
+  const AnalysisWindows& win = run.windows;
+  std::string out = fmt::format("ttft drill: {}\n", d.scenario);
+  if (!d.description.empty()) out += d.description + "\n";
+  out += fmt::format("\n{} requests simulated over {:.0f} s on {} replicas ({}, seed {}).\n",
+                     run.result.requests, d.duration_s, d.replicas, d.model, d.seed);
+  for (const AppliedEvent& e : run.result.events) {
+    out += fmt::format("  t={:.0f} s  {}  {}  {}\n", e.at_s, ToString(e.kind), e.target, e.detail);
+  }
+  out += fmt::format(
+      "\nSymptoms, {:.0f} s before versus {:.0f} s after the change at "
+      "t={:.0f} s:\n\n",
+      win.baseline.to_s - win.baseline.from_s, win.incident.to_s - win.incident.from_s,
+      win.change_at_s);
+  out += RenderSymptomTable(run.baseline, run.incident, colour);
+  out += "\nThe seed's signature:\n";
+  for (const SignatureCheck& c : d.signature) {
+    out += fmt::format("  [{}] {:<34} {}\n", c.pass ? "ok" : "--", c.what, c.observed);
+  }
+  out += fmt::format(
+      "\nCost check ({} {} on {} x{}): prefill 1,000 uncached tokens after a 5,000-token "
+      "cached prefix {:.3f} s (seed ~0.07 s); 6,000 uncached {:.3f} s (seed ~0.42 s).\n",
+      d.model, d.dtype, d.gpu, d.tp, d.prefill_1000_after_5000_cached_s, d.prefill_6000_uncached_s);
+  out += "\n== Diagnosis (ttft diagnose) ==\n\n" + RenderText(*run.diagnosis, colour);
+  return out;
+}
+
+}  // namespace ttft
