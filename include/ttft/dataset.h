@@ -139,6 +139,35 @@ std::vector<MetricSnapshot> SnapshotsCovering(std::span<const MetricSnapshot> al
                                               double to_s);
 
 // -----------------------------------------------------------------------------
+// Per-group statistics of inputs (`ttft stats`)
+// -----------------------------------------------------------------------------
+
+struct StatsRequest {
+  LoadOptions load;
+  SummaryOptions summary;  // --by, --from, --to
+  // Bounded memory: DDSketch quantiles, no table. Automatic above 2 GB of span input.
+  bool stream = false;
+  // A live Prometheus instead of files: the window [summary.from_s, summary.to_s].
+  std::string prometheus_url;
+  std::string selector;
+  double step_s = 15;
+  PromClientOptions client;
+};
+
+struct StatsResult {
+  std::vector<GroupSummary> groups;  // sorted by key
+  ReadReport report;
+};
+
+// Spans give exact quantiles (or sketch ones when streaming); scrapes give histogram
+// quantiles with the bucket bounds they fall between, over the window between the
+// first and the last scrape (one scrape: totals since the process started). The
+// first input's format decides between spans and metrics; an input of the other
+// kind is an error. InvalidArgument: no inputs and no Prometheus, both, or
+// --prometheus without a finite --from and --to.
+Result<StatsResult> ComputeStats(std::span<const std::string> paths, const StatsRequest& request);
+
+// -----------------------------------------------------------------------------
 // Windows
 // -----------------------------------------------------------------------------
 

@@ -55,6 +55,13 @@ std::string RenderDrillText(const Drill& drill, bool colour);
 // `ttft drill --format json`. REQUIRES: drill.run.diagnosis is set.
 nlohmann::json DrillJson(const Drill& drill);
 
+// Renderers of `ttft stats` (src/report/stats.cc): per group the count, rate, the
+// quantiles of TTFT, queue, prefill, ITL and prompt tokens, and the hit rate.
+// `skipped` is the number of input records skipped.
+std::string RenderStatsText(const std::vector<GroupSummary>& groups, int64_t skipped);
+nlohmann::json StatsJson(const std::vector<GroupSummary>& groups, int64_t skipped);
+std::string RenderStatsCsv(const std::vector<GroupSummary>& groups);
+
 // The report in `format` ("text", "markdown", "json" or "html"); InvalidArgument for
 // another name. `colour` applies to text only.
 Result<std::string> RenderReport(const DiagnosisReport& report, std::string_view format,

@@ -1,0 +1,102 @@
+// Per-group statistics of inputs for `ttft stats` (ttft/dataset.h).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "ttft/dataset.h"
+
+namespace ttft {
+namespace {
+
+// Spans of every input in one table (or one sketch per quantity and group).
+Status SummarizeSpanInputs(std::span<const std::string> paths, const StatsRequest& req,
+                           StatsResult& out) {
+  uint64_t total_bytes = 0;
+  for (const std::string& in : paths) {
+    std::error_code ec;
+    if (in != "-") total_bytes += std::filesystem::file_size(in, ec);
+  }
+  if (req.stream || total_bytes > (uint64_t{2} << 30)) {
+    SpanReadOptions read = req.load.read;
+    read.detect_duplicates = false;  // bounded memory: O(sketches), not O(spans)
+    TTFT_ASSIGN_OR_RETURN(auto summarizer, StreamingSummarizer::Create(req.summary));
+    for (const std::string& in : paths) {
+      TTFT_RETURN_IF_ERROR(ReadSpans(in, read, *summarizer, out.report));
+    }
+    out.groups = summarizer->Finish();
+    return Status::Ok();
+  }
+  SpanTable table;
+  for (const std::string& in : paths) {
+    TTFT_RETURN_IF_ERROR(ReadSpanTable(in, req.load.read, table, out.report));
+  }
+  table.ShrinkToFit();
+  TTFT_ASSIGN_OR_RETURN(out.groups, SummarizeSpans(table, req.summary));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<StatsResult> ComputeStats(std::span<const std::string> paths, const StatsRequest& req) {
+  const bool live = !req.prometheus_url.empty();
+  if (!live && paths.empty()) return Status::Invalid("give input files or --prometheus URL");
+  if (live && !paths.empty()) {
+    return Status::Invalid("give either input files or --prometheus URL, not both");
+  }
+  if (live && (!std::isfinite(req.summary.from_s) || !std::isfinite(req.summary.to_s))) {
+    return Status::Invalid("--prometheus: --from and --to (Unix seconds) are required");
+  }
+  // The first input decides between metrics and spans.
+  InputFormat kind = req.load.read.format;
+  if (live) {
+    kind = InputFormat::kPromQueryJson;
+  } else if (kind == InputFormat::kAuto) {
+    kind = InputFormat::kSpanJsonl;  // standard input: spans unless told otherwise
+    if (paths.front() != "-") {
+      if (!std::filesystem::exists(paths.front())) {
+        return Status::NotFound(fmt::format("{}: no such file", paths.front()));
+      }
+      TTFT_ASSIGN_OR_RETURN(std::string head, ReadInputHead(paths.front(), 1 << 16));
+      kind = DetectFormat(head);
+    }
+  }
+  StatsResult out;
+  if (kind != InputFormat::kProm && kind != InputFormat::kPromQueryJson) {
+    TTFT_RETURN_IF_ERROR(SummarizeSpanInputs(paths, req, out));
+    return out;
+  }
+  std::vector<MetricSnapshot> snaps;
+  if (live) {
+    TTFT_ASSIGN_OR_RETURN(PromClient client, PromClient::Create(req.prometheus_url, req.client));
+    TTFT_ASSIGN_OR_RETURN(snaps, FetchPromWindow(client, req.selector, req.summary.from_s,
+                                                 req.summary.to_s, req.step_s));
+  }
+  for (const std::string& in : paths) {
+    if (kind == InputFormat::kProm) {
+      TTFT_ASSIGN_OR_RETURN(MetricSnapshot s,
+                            ReadExpositionFile(in, req.load.read.strict, out.report));
+      snaps.push_back(std::move(s));
+    } else {
+      TTFT_ASSIGN_OR_RETURN(std::string body, ReadInputFile(in));
+      TTFT_ASSIGN_OR_RETURN(auto series, ParsePromQueryJson(body));
+      for (auto& s : SnapshotsFromSeries(series)) snaps.push_back(std::move(s));
+    }
+  }
+  MetricSnapshot window;
+  if (snaps.size() >= 2) {
+    TTFT_ASSIGN_OR_RETURN(window, WindowDelta(snaps, out.report));
+  } else if (!snaps.empty()) {
+    window = std::move(snaps.front());  // one scrape: totals since the process started
+  }
+  TTFT_ASSIGN_OR_RETURN(out.groups, SummarizeMetrics(window, req.summary));
+  if (snaps.size() >= 2 && snaps.back().timestamp_s > snaps.front().timestamp_s) {
+    for (GroupSummary& g : out.groups) {
+      g.window_s = snaps.back().timestamp_s - snaps.front().timestamp_s;
+      g.rate_rps = static_cast<double>(g.count) / g.window_s;
+    }
+  }
+  return out;
+}
+
+}  // namespace ttft

@@ -1,0 +1,123 @@
+// Renderers of `ttft stats` (ttft/report.h): text, JSON and CSV of per-group
+// summaries.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ttft/report.h"
+
+namespace ttft {
+namespace {
+
+using json = nlohmann::json;
+
+json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json QuantileJson(const QuantileSet& q) {
+  if (!q.available) return nullptr;
+  static constexpr const char* kKeys[] = {"p50", "p90", "p99", "p999"};
+  json j;
+  for (size_t i = 0; i < 4; ++i) j[kKeys[i]] = Num(q.values[i]);
+  j["mean"] = Num(q.mean);
+  j["n"] = q.count;
+  if (q.from_buckets) {
+    json b;
+    for (size_t i = 0; i < 4; ++i) {
+      b[kKeys[i]] = {Num(q.buckets[i].lower_bound), Num(q.buckets[i].upper_bound)};
+    }
+    j["bucket_bounds"] = b;
+  }
+  if (q.from_sketch) j["relative_error"] = q.sketch_alpha;
+  if (!q.note.empty()) j["note"] = q.note;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json StatsJson(const std::vector<GroupSummary>& groups, int64_t skipped) {
+  json out;
+  out["groups"] = json::array();
+  for (const GroupSummary& g : groups) {
+    json j;
+    j["key"] = json::object();
+    for (const auto& [k, v] : g.key) j["key"][k] = v;
+    j["count"] = g.count;
+    j["rate_rps"] = Num(g.rate_rps);
+    j["ttft_s"] = QuantileJson(g.ttft_s);
+    j["queue_s"] = QuantileJson(g.queue_s);
+    j["prefill_s"] = QuantileJson(g.prefill_s);
+    j["itl_s"] = QuantileJson(g.itl_s);
+    j["prompt_tokens"] = QuantileJson(g.prompt_tokens);
+    j["prefix_cache_hit_rate"] = Num(g.prefix_cache_hit_rate);
+    if (!g.hit_rate_note.empty()) j["prefix_cache_hit_rate_note"] = g.hit_rate_note;
+    out["groups"].push_back(std::move(j));
+  }
+  out["skipped"] = skipped;
+  return out;
+}
+
+namespace {
+std::string Fmt(double v) { return std::isfinite(v) ? fmt::format("{:.4g}", v) : "null"; }
+}  // namespace
+
+std::string RenderStatsText(const std::vector<GroupSummary>& groups, int64_t skipped) {
+  std::string out;
+  for (const GroupSummary& g : groups) {
+    std::string key;
+    for (const auto& [k, v] : g.key) key += fmt::format("{}={} ", k, v);
+    out += fmt::format("{}count={} rate_rps={} prefix_cache_hit_rate={}\n", key, g.count,
+                       Fmt(g.rate_rps), Fmt(g.prefix_cache_hit_rate));
+    const std::pair<const char*, const QuantileSet*> rows[] = {{"ttft_s", &g.ttft_s},
+                                                               {"queue_s", &g.queue_s},
+                                                               {"prefill_s", &g.prefill_s},
+                                                               {"itl_s", &g.itl_s},
+                                                               {"prompt_tokens", &g.prompt_tokens}};
+    for (const auto& [name, q] : rows) {
+      if (!q->available) {
+        out += fmt::format("  {:<14} null\n", name);
+        continue;
+      }
+      out += fmt::format("  {:<14} p50={} p90={} p99={} p999={} mean={}", name, Fmt(q->values[0]),
+                         Fmt(q->values[1]), Fmt(q->values[2]), Fmt(q->values[3]), Fmt(q->mean));
+      if (q->from_buckets) {
+        out += fmt::format("  p99 in ({}, {}]", Fmt(q->buckets[2].lower_bound),
+                           Fmt(q->buckets[2].upper_bound));
+      }
+      if (q->from_sketch) out += fmt::format("  (sketch, ±{}%)", q->sketch_alpha * 100);
+      out += fmt::format("\n");
+      if (!q->note.empty()) out += fmt::format("  {:<14} note: {}\n", "", q->note);
+    }
+  }
+  out += fmt::format("skipped={}\n", skipped);
+  return out;
+}
+
+std::string RenderStatsCsv(const std::vector<GroupSummary>& groups) {
+  std::string out;
+  out += fmt::format("key,count,rate_rps,quantity,p50,p90,p99,p999,mean,prefix_cache_hit_rate\n");
+  for (const GroupSummary& g : groups) {
+    std::string key;
+    for (const auto& [k, v] : g.key) key += fmt::format("{}={}", k, v);
+    const std::pair<const char*, const QuantileSet*> rows[] = {{"ttft_s", &g.ttft_s},
+                                                               {"queue_s", &g.queue_s},
+                                                               {"prefill_s", &g.prefill_s},
+                                                               {"itl_s", &g.itl_s},
+                                                               {"prompt_tokens", &g.prompt_tokens}};
+    for (const auto& [name, quantities] : rows) {
+      const QuantileSet* q = quantities;  // clang 14 cannot capture a structured binding
+      auto f = [q](double v) {
+        return q->available && std::isfinite(v) ? fmt::format("{}", v) : "";
+      };
+      out += fmt::format(
+          "\"{}\",{},{},{},{},{},{},{},{},{}\n", key, g.count,
+          std::isfinite(g.rate_rps) ? fmt::format("{}", g.rate_rps) : "", name, f(q->values[0]),
+          f(q->values[1]), f(q->values[2]), f(q->values[3]), f(q->mean),
+          std::isfinite(g.prefix_cache_hit_rate) ? fmt::format("{}", g.prefix_cache_hit_rate) : "");
+    }
+  }
+  return out;
+}
+
+}  // namespace ttft
