@@ -66,23 +66,25 @@ Result<StatsResult> ComputeStats(std::span<const std::string> paths, const Stats
     TTFT_RETURN_IF_ERROR(SummarizeSpanInputs(paths, req, out));
     return out;
   }
-  std::vector<MetricSnapshot> snaps;
+  Dataset data;
   if (live) {
-    TTFT_ASSIGN_OR_RETURN(PromClient client, PromClient::Create(req.prometheus_url, req.client));
-    TTFT_ASSIGN_OR_RETURN(snaps, FetchPromWindow(client, req.selector, req.summary.from_s,
-                                                 req.summary.to_s, req.step_s));
+    TTFT_RETURN_IF_ERROR(LoadPrometheus(req.prometheus_url, req.selector, req.summary.from_s,
+                                        req.summary.to_s, req.step_s, req.client, data));
   }
-  for (const std::string& in : paths) {
-    if (kind == InputFormat::kProm) {
-      TTFT_ASSIGN_OR_RETURN(MetricSnapshot s,
-                            ReadExpositionFile(in, req.load.read.strict, out.report));
-      snaps.push_back(std::move(s));
-    } else {
-      TTFT_ASSIGN_OR_RETURN(std::string body, ReadInputFile(in));
-      TTFT_ASSIGN_OR_RETURN(auto series, ParsePromQueryJson(body));
-      for (auto& s : SnapshotsFromSeries(series)) snaps.push_back(std::move(s));
-    }
+  LoadOptions load = req.load;
+  load.require_snapshot_times = false;
+  for (const std::string& in : paths) TTFT_RETURN_IF_ERROR(LoadInput(in, load, data));
+  out.report = std::move(data.report);
+  if (data.has_spans) {
+    return Status::Invalid(
+        "the inputs mix Prometheus scrapes and span files: give one kind (stats of spans and of "
+        "metrics are not comparable)");
   }
+  std::vector<MetricSnapshot>& snaps = data.snapshots;
+  std::stable_sort(snaps.begin(), snaps.end(),
+                   [](const MetricSnapshot& a, const MetricSnapshot& b) {
+                     return a.timestamp_s < b.timestamp_s;
+                   });
   MetricSnapshot window;
   if (snaps.size() >= 2) {
     TTFT_ASSIGN_OR_RETURN(window, WindowDelta(snaps, out.report));
