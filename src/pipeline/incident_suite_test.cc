@@ -11,33 +11,11 @@
 #include <vector>
 
 #include "ttft/diagnose.h"
-#include "ttft/fleet.h"
+#include "ttft/pipeline.h"
 #include "ttft/scenario.h"
 
 namespace ttft {
 namespace {
-
-class TableSink : public SimulationSink {
- public:
-  Status OnSpan(const Span& span) override {
-    AddSpanToTable(span, table);
-    return Status::Ok();
-  }
-  Status OnSnapshot(const MetricSnapshot& s) override {
-    snapshots.push_back(s);
-    return Status::Ok();
-  }
-  SpanTable table;
-  std::vector<MetricSnapshot> snapshots;
-};
-
-std::vector<MetricSnapshot> In(const std::vector<MetricSnapshot>& all, double from, double to) {
-  std::vector<MetricSnapshot> out;
-  for (const MetricSnapshot& s : all) {
-    if (s.timestamp_s >= from && s.timestamp_s <= to) out.push_back(s);
-  }
-  return out;
-}
 
 struct Case {
   std::string scenario;
@@ -46,23 +24,15 @@ struct Case {
   DiagnosisReport report;
 };
 
+// Simulates and diagnoses one incident through the library's one call (RunScenario),
+// as `ttft drill` does.
 Result<DiagnosisReport> RunIncident(const std::string& name, uint64_t seed) {
   TTFT_ASSIGN_OR_RETURN(Scenario sc, BuiltinScenario(name));
   sc.workload.seed = seed;
-  TableSink sink;
-  TTFT_ASSIGN_OR_RETURN(SimulationResult r, Simulate(sc, sink, {}));
-  const double change = sc.analysis.change_at_s;
-  const double w = sc.analysis.window_s;
-  DiagnosisInput in;
-  in.baseline = {&sink.table, std::max(sc.analysis.warmup_s, change - w), change};
-  in.incident = {&sink.table, change, std::min(sc.duration_s, change + w)};
-  in.change_at_s = change;
-  in.baseline_snapshots = In(sink.snapshots, in.baseline.from_s - sc.scrape_interval_s, change);
-  in.incident_snapshots = In(sink.snapshots, change - sc.scrape_interval_s, in.incident.to_s);
-  for (const AppliedEvent& e : r.events) {
-    in.annotations.push_back({e.at_s, std::string(ToString(e.kind)), e.target, e.detail});
-  }
-  return Diagnose(in);
+  RunOptions options;
+  options.diagnose = true;
+  TTFT_ASSIGN_OR_RETURN(ScenarioRun run, RunScenario(sc, options));
+  return std::move(*run.diagnosis);
 }
 
 TEST(IncidentSuite, RanksTheInjectedCauseAndClearsTheControls) {
