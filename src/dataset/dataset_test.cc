@@ -1,0 +1,247 @@
+// Tests of the inputs and windows module (ttft/dataset.h).
+#include "ttft/dataset.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace ttft {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the test's temporary directory.
+fs::path TempDir(const std::string& name) {
+  const fs::path d = fs::path(testing::TempDir()) / ("ttft_dataset_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void Write(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+}
+
+TEST(ParseTime, SecondsAndRfc3339) {
+  EXPECT_DOUBLE_EQ(*ParseTime("1200"), 1200);
+  EXPECT_DOUBLE_EQ(*ParseTime("1200.5"), 1200.5);
+  EXPECT_DOUBLE_EQ(*ParseTime("1970-01-01T00:20:00Z"), 1200);
+  EXPECT_DOUBLE_EQ(*ParseTime("2025-06-01T12:00:00Z"), 1748779200);
+  EXPECT_DOUBLE_EQ(*ParseTime("2025-06-01T14:00:00.250+02:00"), 1748779200.25);
+  EXPECT_DOUBLE_EQ(*ParseTime("2025-06-01t11:30:00-00:30"), 1748779200);
+  EXPECT_DOUBLE_EQ(*ParseTime("2024-02-29 00:00:00Z"), 1709164800);  // a leap day
+}
+
+TEST(ParseTime, RejectsMalformedAndOutOfRange) {
+  for (const char* bad :
+       {"", "abc", "nan", "inf", "1e400", "2025-13-01T00:00:00Z", "2025-02-29T00:00:00Z",
+        "2025-06-01T24:00:00Z", "2025-06-01T12:00:00", "2025-06-01T12:00:00+25:00",
+        "2025-06-01T12:00:00.Z", "2025-06-01T12:00:00Zjunk"}) {
+    const auto t = ParseTime(bad);
+    EXPECT_FALSE(t.ok()) << bad;
+    if (!t.ok()) {
+      EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << bad;
+    }
+  }
+}
+
+TEST(ParseTime, LongFractionIsNeitherACrashNorAnError) {
+  // std::regex recursed per digit and std::stod threw on such text.
+  const std::string t = "2025-06-01T12:00:00." + std::string(100000, '5') + "Z";
+  const auto v = ParseTime(t);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_NEAR(*v, 1748779200.5555555, 1e-6);
+  EXPECT_FALSE(ParseTime(std::string(100000, '9')).ok());  // 1e100000 is not finite
+}
+
+TEST(ParseTimeRange, SplitsAtTheColonThatLeavesTwoTimes) {
+  auto r = ParseTimeRange("100:300", "--w");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->from_s, 100);
+  EXPECT_EQ(r->to_s, 300);
+  r = ParseTimeRange("1970-01-01T00:01:40Z:1970-01-01T00:05:00Z", "--w");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->from_s, 100);
+  EXPECT_EQ(r->to_s, 300);
+  const auto bad = ParseTimeRange("100", "--baseline-window");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--baseline-window"), std::string::npos);
+  EXPECT_FALSE(ParseTimeRange("100:x", "--w").ok());
+}
+
+TEST(ReadEvents, JsonLinesArrayObjectAndOneLine) {
+  const fs::path d = TempDir("events");
+  Write(d / "a.jsonl",
+        "{\"at_s\": 10, \"kind\": \"deploy\", \"target\": \"app\", \"detail\": \"v2\"}\n\n"
+        "{\"time\": \"1970-01-01T00:00:20Z\", \"note\": \"flag\"}\n");
+  auto e = ReadEvents((d / "a.jsonl").string());
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_EQ(e->size(), 2u);
+  EXPECT_EQ((*e)[0].kind, "deploy");
+  EXPECT_EQ((*e)[1].at_s, 20);
+  EXPECT_EQ((*e)[1].kind, "change");
+  EXPECT_EQ((*e)[1].detail, "flag");
+  Write(d / "b.json", "{\"events\": [{\"at_s\": 1}, {\"at_s\": 2}]}");
+  EXPECT_EQ(ReadEvents((d / "b.json").string())->size(), 2u);
+  // One event on one line: that event (it used to be ignored).
+  Write(d / "c.jsonl", "{\"at_s\": 5, \"kind\": \"deploy\"}\n");
+  e = ReadEvents((d / "c.jsonl").string());
+  ASSERT_TRUE(e.ok());
+  ASSERT_EQ(e->size(), 1u);
+  EXPECT_EQ((*e)[0].at_s, 5);
+}
+
+TEST(ReadEvents, BadEventsAreErrorsWithTheirPlace) {
+  const fs::path d = TempDir("bad_events");
+  Write(d / "a.jsonl", "{\"at_s\": 1}\n{\"kind\": \"deploy\"}\n");
+  auto e = ReadEvents((d / "a.jsonl").string());
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("a.jsonl:2"), std::string::npos) << e.status().message();
+  Write(d / "b.json", "[{\"at_s\": 1}, {\"time\": \"yesterday\"}]");
+  e = ReadEvents((d / "b.json").string());
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("event 1"), std::string::npos) << e.status().message();
+  Write(d / "c.jsonl", "{\"at_s\": 1}\nnot json\n");
+  EXPECT_FALSE(ReadEvents((d / "c.jsonl").string()).ok());
+  EXPECT_EQ(ReadEvents((d / "missing").string()).status().code(), StatusCode::kNotFound);
+}
+
+// Four spans at arrivals 10, 20, 30, 40 in ttft's JSONL.
+std::string FourSpans() {
+  std::string out;
+  for (int i = 1; i <= 4; ++i) {
+    out += "{\"request_id\":\"r" + std::to_string(i) +
+           "\",\"arrival_s\":" + std::to_string(i * 10) +
+           ",\"ttft_s\":0.5,\"queue_s\":0.1,\"prefill_s\":0.4,\"status\":\"ok\"}\n";
+  }
+  return out;
+}
+
+TEST(LoadInput, SimulateFolderBringsItsWindowsAndEvents) {
+  const fs::path d = TempDir("folder");
+  Write(d / "spans.jsonl", FourSpans());
+  Write(d / "summary.json",
+        "{\"change_at_s\": 25, \"events\": [{\"at_s\": 25, \"kind\": \"deploy_template\"}],"
+        " \"symptoms\": {\"baseline\": {\"from_s\": 5, \"to_s\": 25},"
+        " \"incident\": {\"from_s\": 25, \"to_s\": 45}}}");
+  Dataset data;
+  ASSERT_TRUE(LoadInput(d.string(), {}, data).ok());
+  FinishLoading(data);
+  EXPECT_TRUE(data.has_spans);
+  EXPECT_EQ(data.spans.size(), 4u);
+  ASSERT_EQ(data.annotations.size(), 1u);
+  EXPECT_EQ(data.recorded_change_at_s, 25);
+  EXPECT_EQ(data.first_s, 10);
+  EXPECT_EQ(data.last_s, 40);
+  const auto w = ChooseWindows({}, data);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->baseline.from_s, 5);
+  EXPECT_EQ(w->incident.to_s, 45);
+  EXPECT_EQ(data.sources, std::vector<std::string>{d.string()});
+}
+
+TEST(LoadInput, ScrapesTakeTheirTimeFromTheNameAndSortByTime) {
+  const fs::path d = TempDir("scrapes");
+  const std::string body = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n";
+  Write(d / "t0000000030.000.prom", body);
+  Write(d / "t0000000015.000.prom", body);
+  Write(d / "untimed.prom", body);
+  Dataset data;
+  ASSERT_TRUE(LoadInput((d / "t0000000030.000.prom").string(), {}, data).ok());
+  ASSERT_TRUE(LoadInput((d / "t0000000015.000.prom").string(), {}, data).ok());
+  FinishLoading(data);
+  ASSERT_EQ(data.snapshots.size(), 2u);
+  EXPECT_EQ(data.snapshots[0].timestamp_s, 15);
+  EXPECT_EQ(data.snapshots[1].timestamp_s, 30);
+  EXPECT_FALSE(data.has_spans);
+  EXPECT_EQ(data.first_s, 15);
+  const Status st = LoadInput((d / "untimed.prom").string(), {}, data);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("untimed.prom"), std::string::npos);
+  LoadOptions lenient;
+  lenient.require_snapshot_times = false;
+  EXPECT_TRUE(LoadInput((d / "untimed.prom").string(), lenient, data).ok());
+}
+
+TEST(LoadInput, MissingPathsAndEmptyFolders) {
+  Dataset data;
+  EXPECT_EQ(LoadInput("/nonexistent/x.jsonl", {}, data).code(), StatusCode::kNotFound);
+  const fs::path d = TempDir("empty");
+  const Status st = LoadInput(d.string(), {}, data);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(data.sources.empty());
+}
+
+Dataset SpansFrom10To40() {
+  const fs::path d = TempDir("windows");
+  Write(d / "s.jsonl", FourSpans());
+  Dataset data;
+  EXPECT_TRUE(LoadDataset(std::vector<std::string>{(d / "s.jsonl").string()}, {}, data).ok());
+  return data;
+}
+
+TEST(ChooseWindows, AroundTheChangeWidestSymmetricByDefault) {
+  const Dataset data = SpansFrom10To40();
+  WindowRequest want;
+  want.change_at_s = 20;
+  auto w = ChooseWindows(want, data);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->baseline.from_s, 10);  // min(20 - 10, 40 - 20) = 10 on each side
+  EXPECT_EQ(w->baseline.to_s, 20);
+  EXPECT_EQ(w->incident.from_s, 20);
+  EXPECT_EQ(w->incident.to_s, 30);
+  want.window_s = 100;  // clipped to the data: the last arrival stays inside
+  w = ChooseWindows(want, data);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->baseline.from_s, 10);
+  EXPECT_GT(w->incident.to_s, 40);
+  EXPECT_LT(w->incident.to_s, 40.000001);
+}
+
+TEST(ChooseWindows, ErrorsSayWhatToGive) {
+  const Dataset data = SpansFrom10To40();
+  auto msg = [&](const WindowRequest& r) {
+    auto w = ChooseWindows(r, data);
+    EXPECT_FALSE(w.ok());
+    return w.ok() ? std::string() : w.status().message();
+  };
+  EXPECT_NE(msg({}).find("--change-at"), std::string::npos);
+  WindowRequest outside;
+  outside.change_at_s = 99;
+  EXPECT_NE(msg(outside).find("outside the data"), std::string::npos);
+  WindowRequest one;
+  one.baseline = TimeRange{10, 20};
+  EXPECT_NE(msg(one).find("both"), std::string::npos);
+  WindowRequest overlap;
+  overlap.baseline = TimeRange{10, 25};
+  overlap.incident = TimeRange{20, 40};
+  EXPECT_NE(msg(overlap).find("overlap"), std::string::npos);
+  for (double bad : {-5.0, std::nan(""), static_cast<double>(INFINITY)}) {
+    WindowRequest r;
+    r.change_at_s = 20;
+    r.window_s = bad;
+    EXPECT_NE(msg(r).find("--window"), std::string::npos) << bad;
+  }
+  Dataset empty;
+  FinishLoading(empty);
+  EXPECT_FALSE(ChooseWindows({}, empty).ok());
+}
+
+TEST(SnapshotsCovering, AddsTheStartingPointBeforeTheWindow) {
+  std::vector<MetricSnapshot> all(4);
+  for (int i = 0; i < 4; ++i) all[i].timestamp_s = 10.0 * i;  // 0, 10, 20, 30
+  auto in = SnapshotsCovering(all, 15, 30);
+  ASSERT_EQ(in.size(), 3u);
+  EXPECT_EQ(in[0].timestamp_s, 10);
+  EXPECT_EQ(in[2].timestamp_s, 30);
+  in = SnapshotsCovering(all, 10, 20);  // one exactly at the start is the starting point
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_EQ(in[0].timestamp_s, 10);
+}
+
+}  // namespace
+}  // namespace ttft
