@@ -9,21 +9,21 @@
 
 #include "ttft/fleet.h"
 #include "ttft/validate.h"
-#include "workload/trace_reader.h"
+#include "ttft/workload.h"
 
 namespace ttft {
 
 Result<TraceReuse> MooncakeReuseFromIds(const std::string& path, int64_t max_requests,
                                         int block_size) {
   TTFT_ASSIGN_OR_RETURN(auto reader,
-                        workload_internal::TraceReader::Open(TraceSpec::Format::kMooncake, path));
-  constexpr int64_t kBlock = workload_internal::kMooncakeBlockTokens;
+                        TraceReader::Open(TraceSpec::Format::kMooncake, path));
+  constexpr int64_t kBlock = kMooncakeBlockTokens;
   if (block_size <= 0 || kBlock % block_size != 0) {
     return Status::Invalid(fmt::format("block_size: must divide {}, got {}", kBlock, block_size));
   }
   // Most tokens ever seen in the Mooncake block at the end of each id chain.
   std::unordered_map<uint64_t, int64_t> seen;
-  workload_internal::TraceRecord rec;
+  TraceRecord rec;
   TraceReuse out;
   while (max_requests <= 0 || out.requests < max_requests) {
     TTFT_ASSIGN_OR_RETURN(bool more, reader->Next(rec));

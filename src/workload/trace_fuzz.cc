@@ -6,11 +6,11 @@
 #include <sstream>
 #include <string>
 
-#include "workload/trace_reader.h"
+#include "ttft/workload.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using ttft::workload_internal::TraceReader;
-  using ttft::workload_internal::TraceRecord;
+  using ttft::TraceReader;
+  using ttft::TraceRecord;
   if (size == 0) return 0;
   const auto format =
       (data[0] & 1) ? ttft::TraceSpec::Format::kAzure : ttft::TraceSpec::Format::kMooncake;

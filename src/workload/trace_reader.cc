@@ -1,5 +1,5 @@
 // Streaming trace readers (workload/trace_reader.h).
-#include "workload/trace_reader.h"
+#include "ttft/workload.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-namespace ttft::workload_internal {
+namespace ttft {
 
 namespace {
 
@@ -226,4 +226,4 @@ Status TraceReader::ParseAzure(const std::string& line, TraceRecord& rec) {
   return Status::Ok();
 }
 
-}  // namespace ttft::workload_internal
+}  // namespace ttft
