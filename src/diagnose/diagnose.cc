@@ -11,16 +11,18 @@
 #include <string>
 #include <vector>
 
-#include "diagnose/rule_util.h"
+#include "diagnose/gather.h"
+#include "diagnose/parallel.h"
 #include "ttft/diagnose.h"
+#include "ttft/format.h"
 #include "ttft/model.h"
 
 namespace ttft {
 
-using diag::Pct;
-using diag::Ratio;
-using diag::Secs;
-using diag::X;
+using numfmt::Pct;
+using numfmt::Ratio;
+using numfmt::Secs;
+using numfmt::X;
 
 std::string_view ToString(Verdict v) {
   switch (v) {

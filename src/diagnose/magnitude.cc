@@ -26,14 +26,16 @@
 #include <string>
 #include <vector>
 
-#include "diagnose/rule_util.h"
+#include "diagnose/parallel.h"
 #include "ttft/diagnose.h"
+#include "ttft/format.h"
 #include "ttft/model.h"
 
 namespace ttft {
 
-using diag::Secs;
-using diag::X;
+using numfmt::Ratio;
+using numfmt::Secs;
+using numfmt::X;
 
 namespace {
 
@@ -263,10 +265,10 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
   m.observed_queue_mean_before_s = a.queue_mean_s;
   m.observed_queue_mean_after_s = b.queue_mean_s;
 
-  const double obs = diag::Ratio(a.queue_mean_s, b.queue_mean_s);
+  const double obs = Ratio(a.queue_mean_s, b.queue_mean_s);
   const double pred = std::isinf(b.kingman_s) ? std::numeric_limits<double>::infinity()
-                                              : diag::Ratio(a.kingman_s, b.kingman_s);
-  const double compute_x = diag::Ratio(m.prefill_compute_before_s, m.prefill_compute_after_s);
+                                              : Ratio(a.kingman_s, b.kingman_s);
+  const double compute_x = Ratio(m.prefill_compute_before_s, m.prefill_compute_after_s);
   if (!std::isfinite(obs) || obs < 1.5) {
     m.verdict = (std::isfinite(pred) && pred < 1.5) || !std::isfinite(obs) ? "explained"
                                                                            : "partly explained";

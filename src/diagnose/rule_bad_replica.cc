@@ -4,7 +4,7 @@
 // tail increase, whose p99 ratio (after / before) is far above the median ratio of
 // the other replicas. When that replica's region lost replicas it is the region's
 // capacity (region_capacity), not the replica.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {

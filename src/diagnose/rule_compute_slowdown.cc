@@ -4,7 +4,7 @@
 // up with it, at an unchanged request rate: every step is slower, so the GPU path
 // is (thermal or power throttling, a different SKU, a TP degree or kernel
 // regression). A slower prefill with a flat ITL is the scheduler, not the GPU.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {

@@ -3,7 +3,7 @@
 // Output lengths up and more sequences in flight (Little's law: sum of e2e time
 // over the window): decodes hold batch slots and KV blocks longer, so new prefills
 // wait and the ITL rises.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {

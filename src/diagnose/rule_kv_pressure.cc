@@ -4,7 +4,7 @@
 // cache cannot hold the running batch, vLLM preempts the newest request and
 // recomputes it later: preemptions per request and KV usage rise. Output lengths
 // up as well is decode_heavy.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {

@@ -3,7 +3,7 @@
 // The request rate rose while everything per request stayed flat: prompt and
 // uncached tokens, output lengths, hit rate. The queue grows because utilisation
 // rose (rho / (1 - rho)), not because requests got heavier.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {

@@ -5,7 +5,7 @@
 // already there, prefill time per uncached token flat (the GPU is as fast), the
 // cached prefix intact (not a cache collapse) and no surge of preemptions (that is
 // kv_pressure).
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {

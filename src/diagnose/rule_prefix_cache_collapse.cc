@@ -6,7 +6,7 @@
 // tenant: cached tokens per request fall (the ratio alone also falls when prompts
 // grow, so the rule reads the absolute cached tokens). A drop confined to one replica
 // is a cold replica (bad_replica), not a template.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {

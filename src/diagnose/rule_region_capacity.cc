@@ -5,7 +5,7 @@
 // counts and the per-replica hit rate in that region against the others." The
 // region holding most of the tail increase, spread over its replicas (not one
 // replica), or with fewer replicas than before.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {

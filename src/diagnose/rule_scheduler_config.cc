@@ -6,7 +6,7 @@
 // inter-token gap jumps while the median ITL does not (a whole prefill ran in one
 // step); (b) a smaller token budget: prefill time per uncached token up while the
 // decode ITL is flat or down -- the GPU is not slower, the schedule is.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {

@@ -6,7 +6,7 @@
 // whose share of requests rose and whose uncached tokens per request are well above
 // the fleet's baseline, so the fleet's work per request rose while each tenant's
 // own requests stayed the same.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {

@@ -4,17 +4,17 @@
 #include <cmath>
 #include <string>
 
-#include "diagnose/rule_util.h"
+#include "ttft/format.h"
 #include "ttft/report.h"
 
 namespace ttft {
 
-using diag::Num;
-using diag::Pct;
-using diag::Pct1;
-using diag::Ratio;
-using diag::Secs;
-using diag::X;
+using numfmt::Num;
+using numfmt::Pct;
+using numfmt::Pct1;
+using numfmt::Ratio;
+using numfmt::Secs;
+using numfmt::X;
 
 namespace {
 
