@@ -33,6 +33,14 @@ std::string_view ToString(Verdict v) {
   return "?";
 }
 
+std::string ToString(const LabelChange& c) {
+  if (c.kind == LabelChange::Kind::kNew) {
+    return fmt::format("{} {}: new in the incident ({} of requests)", c.dimension, c.value,
+                       Pct(c.share));
+  }
+  return fmt::format("{} {}: gone in the incident (was {})", c.dimension, c.value, Pct(c.share));
+}
+
 const GroupSplit* Evidence::Split(std::string_view dimension) const {
   for (const GroupSplit& g : groups) {
     if (g.dimension == dimension) return &g;
@@ -561,11 +569,11 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
           label == SpanLabel::kTenant || label == SpanLabel::kModel) {
         for (const GroupRow& r : split.rows) {
           if (r.before.requests == 0 && r.share_after >= 0.01) {
-            rep.label_changes.push_back(fmt::format("{} {}: new in the incident ({} of requests)",
-                                                    split.dimension, r.value, Pct(r.share_after)));
+            rep.label_changes.push_back(
+                {split.dimension, r.value, LabelChange::Kind::kNew, r.share_after});
           } else if (r.after.requests == 0 && r.share_before >= 0.01) {
-            rep.label_changes.push_back(fmt::format("{} {}: gone in the incident (was {})",
-                                                    split.dimension, r.value, Pct(r.share_before)));
+            rep.label_changes.push_back(
+                {split.dimension, r.value, LabelChange::Kind::kGone, r.share_before});
           }
         }
       }
@@ -578,12 +586,9 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
     for (const GroupSplit& s : rep.groups) {
       if (s.rows.size() < 2 || s.rows.front().contribution < 0.3) continue;
       const GroupRow& r = s.rows.front();
-      rep.contributions.push_back(fmt::format(
-          "{} {}: hit rate {} to {}, p99 TTFT {} to {}, {} of the requests, {} of the p99 "
-          "increase",
-          s.dimension, r.value, Pct(r.before.prefix_cache_hit_rate),
-          Pct(r.after.prefix_cache_hit_rate), Secs(r.before.ttft_s.p99), Secs(r.after.ttft_s.p99),
-          Pct(r.share_after), Pct(r.contribution)));
+      rep.contributions.push_back({s.dimension, r.value, r.before.prefix_cache_hit_rate,
+                                   r.after.prefix_cache_hit_rate, r.before.ttft_s.p99,
+                                   r.after.ttft_s.p99, r.share_after, r.contribution});
     }
   } else {
     rep.fidelity_notes.push_back(
@@ -703,32 +708,35 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
                        a.detail.empty() ? "" : ", " + a.detail,
                        UndoVerb(a.kind) == "Roll back" ? " or flip its flag" : "",
                        Secs(rep.baseline.ttft_s.p99)),
-           Owner(a.kind)});
+           Owner(a.kind), ActionSubject::kChange, a.kind, a.target});
     }
     // No change to undo and a tenant behind it: shed that tenant's load first. A
     // template that is new only because its tenant is new is not a rollback.
-    const GroupRow* grown = nullptr;
-    if (rep.suspect_changes.empty() && top != nullptr && top->id == "traffic_mix") {
+    const GroupSplit* shed = nullptr;
+    if (rep.suspect_changes.empty() && top != nullptr && !top->shed_load_of.empty()) {
       for (const GroupSplit& g : rep.groups) {
-        if (g.dimension == "tenant" && !g.rows.empty()) grown = &g.rows.front();
+        if (g.dimension == top->shed_load_of && !g.rows.empty()) shed = &g;
       }
     }
-    if (grown != nullptr) {
+    if (shed != nullptr) {
+      const GroupRow& grown = shed->rows.front();
       rep.actions.push_back(
           {"mitigate",
-           fmt::format("No deploy to roll back: rate-limit tenant {} (or move it to its own "
+           fmt::format("No deploy to roll back: rate-limit {} {} (or move it to its own "
                        "pool) now; it holds {} of the p99 increase at {} of the requests",
-                       grown->value, Pct(grown->contribution), Pct(grown->share_after)),
-           "serving team"});
+                       shed->dimension, grown.value, Pct(grown.contribution),
+                       Pct(grown.share_after)),
+           "serving team", ActionSubject::kGroup, shed->dimension, grown.value});
     } else if (rep.suspect_changes.empty()) {
-      for (const std::string& c : rep.label_changes) {
-        if (c.rfind("template", 0) == 0 || c.rfind("deploy", 0) == 0) {
+      for (const LabelChange& c : rep.label_changes) {
+        if (c.dimension == "template" || c.dimension == "deploy") {
           rep.actions.push_back(
               {"mitigate",
                fmt::format("Roll back the change behind \"{}\" (or flip its flag) now, before any "
                            "analysis",
-                           c),
-               c.rfind("template", 0) == 0 ? "app team" : "serving team"});
+                           ToString(c)),
+               c.dimension == "template" ? "app team" : "serving team", ActionSubject::kLabelChange,
+               c.dimension, c.value});
         }
       }
     }
@@ -736,9 +744,10 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
       rep.actions.push_back({"investigate",
                              fmt::format("Confirm {} with its splitting metric: {}. Next: {}",
                                          top->id, top->splitting_metric, top->next_check),
-                             ""});
-      rep.actions.push_back({"fix", top->fix, top->owners});
-      rep.actions.push_back({"prevent", top->prevention, top->owners});
+                             "", ActionSubject::kHypothesis, top->id});
+      rep.actions.push_back({"fix", top->fix, top->owners, ActionSubject::kHypothesis, top->id});
+      rep.actions.push_back(
+          {"prevent", top->prevention, top->owners, ActionSubject::kHypothesis, top->id});
     }
     rep.actions.push_back(
         {"prevent",

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ttft/diagnose.h"
@@ -43,6 +44,21 @@ inline double Flat(double ratio, double band) {
   const double dev = std::fabs(std::log(ratio));
   const double b = std::log(band);
   return 1 - Ramp(dev, b, 2 * b);
+}
+
+// An evidence line about `metric`, `before` -> `after` in `unit`.
+inline EvidenceLine Line(std::string metric, double before, double after, std::string unit,
+                         std::string sentence) {
+  return {std::move(metric), before, after, std::move(unit), std::move(sentence)};
+}
+// An evidence line that quotes no single figure.
+inline EvidenceLine Remark(std::string sentence) {
+  return {"", kMissing, kMissing, "", std::move(sentence)};
+}
+// The evidence line of a label change: its share of requests in each window.
+inline EvidenceLine ChangeLine(const LabelChange& c) {
+  const bool added = c.kind == LabelChange::Kind::kNew;
+  return {"share_of_requests", added ? 0 : c.share, added ? c.share : 0, "fraction", ToString(c)};
 }
 
 // The row of `split` with the largest contribution that passes `pred`, or nullptr.

@@ -40,22 +40,30 @@ class KvPressureRule final : public HypothesisRule {
     double kv = 0;
     if (std::isfinite(b.kv_usage)) kv = Ramp(b.kv_usage, 0.85, 0.97);
     h.confidence = std::max(preempt, 0.5 * kv * preempt) * hit_flat * (1 - 0.6 * out_up);
-    h.evidence.push_back(fmt::format("preemptions per request {:.3f} -> {:.3f}", pa, pb));
+    h.evidence.push_back(Line("preemptions_per_request", pa, pb, "count",
+                              fmt::format("preemptions per request {:.3f} -> {:.3f}", pa, pb)));
     if (std::isfinite(a.kv_usage) || std::isfinite(b.kv_usage)) {
       h.evidence.push_back(
-          fmt::format("mean KV-cache usage {} -> {}", Pct(a.kv_usage), Pct(b.kv_usage)));
+          Line("kv_usage", a.kv_usage, b.kv_usage, "fraction",
+               fmt::format("mean KV-cache usage {} -> {}", Pct(a.kv_usage), Pct(b.kv_usage))));
     }
-    h.evidence.push_back(fmt::format("hit rate {} -> {} (flat is expected for this cause)",
-                                     Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate)));
+    h.evidence.push_back(
+        Line("prefix_cache_hit_rate", a.prefix_cache_hit_rate, b.prefix_cache_hit_rate, "fraction",
+             fmt::format("hit rate {} -> {} (flat is expected for this cause)",
+                         Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate))));
     if (a.rejected_too_long > b.rejected_too_long) {
-      h.evidence.push_back(fmt::format(
-          "requests rejected as too long {} -> {}: max_model_len was raised, longer contexts now "
-          "admitted",
-          a.rejected_too_long, b.rejected_too_long));
+      h.evidence.push_back(Line("rejected_too_long", static_cast<double>(a.rejected_too_long),
+                                static_cast<double>(b.rejected_too_long), "count",
+                                fmt::format("requests rejected as too long {} -> {}: max_model_len "
+                                            "was raised, longer contexts now "
+                                            "admitted",
+                                            a.rejected_too_long, b.rejected_too_long)));
       h.confidence = std::min(1.0, h.confidence + 0.1 * (preempt > 0.2));
     }
-    h.evidence.push_back(fmt::format("output tokens mean {} -> {}", Num(a.output_tokens_mean),
-                                     Num(b.output_tokens_mean)));
+    h.evidence.push_back(Line("output_tokens_mean", a.output_tokens_mean, b.output_tokens_mean,
+                              "tokens",
+                              fmt::format("output tokens mean {} -> {}", Num(a.output_tokens_mean),
+                                          Num(b.output_tokens_mean))));
     return h;
   }
 };

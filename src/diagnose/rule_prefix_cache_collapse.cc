@@ -65,36 +65,44 @@ class PrefixCacheCollapseRule final : public HypothesisRule {
       concentration = total > 0 ? Ramp(largest / total, 0.6, 0.9) : 0;
     }
     bool template_changed = false;
-    for (const std::string& c : ev.label_changes) {
-      if (c.rfind("template", 0) == 0) template_changed = true;
+    for (const LabelChange& c : ev.label_changes) {
+      if (c.dimension == "template") template_changed = true;
     }
     h.confidence = 0.9 * best_score * (1 - 0.8 * concentration) +
                    (template_changed && best_score > 0.2 ? 0.1 : 0);
     const WindowStats& a = ev.before;
     const WindowStats& b = ev.after;
     if (best != nullptr) {
-      h.evidence.push_back(fmt::format(
-          "tenant {}: hit rate {} -> {}; cached tokens per request {} -> {}; {} of the p99 "
-          "increase",
-          best->value, Pct1(best->before.prefix_cache_hit_rate),
-          Pct1(best->after.prefix_cache_hit_rate), Num(best->before.cached_tokens_mean),
-          Num(best->after.cached_tokens_mean), Pct(best->contribution)));
+      h.evidence.push_back(Line(
+          "cached_tokens_mean", best->before.cached_tokens_mean, best->after.cached_tokens_mean,
+          "tokens",
+          fmt::format(
+              "tenant {}: hit rate {} -> {}; cached tokens per request {} -> {}; {} of the p99 "
+              "increase",
+              best->value, Pct1(best->before.prefix_cache_hit_rate),
+              Pct1(best->after.prefix_cache_hit_rate), Num(best->before.cached_tokens_mean),
+              Num(best->after.cached_tokens_mean), Pct(best->contribution))));
     }
-    h.evidence.push_back(fmt::format("fleet hit rate {} -> {}; p99 queue time {} -> {} ({})",
-                                     Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate),
-                                     Secs(a.queue_s.p99), Secs(b.queue_s.p99),
-                                     X(Ratio(a.queue_s.p99, b.queue_s.p99))));
-    h.evidence.push_back(fmt::format("prompt tokens p99 {} -> {} ({}): the prompts did not grow",
-                                     Num(a.prompt_tokens_p99), Num(b.prompt_tokens_p99),
-                                     X(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99))));
+    h.evidence.push_back(
+        Line("prefix_cache_hit_rate", a.prefix_cache_hit_rate, b.prefix_cache_hit_rate, "fraction",
+             fmt::format("fleet hit rate {} -> {}; p99 queue time {} -> {} ({})",
+                         Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate),
+                         Secs(a.queue_s.p99), Secs(b.queue_s.p99),
+                         X(Ratio(a.queue_s.p99, b.queue_s.p99)))));
+    h.evidence.push_back(
+        Line("prompt_tokens_p99", a.prompt_tokens_p99, b.prompt_tokens_p99, "tokens",
+             fmt::format("prompt tokens p99 {} -> {} ({}): the prompts did not grow",
+                         Num(a.prompt_tokens_p99), Num(b.prompt_tokens_p99),
+                         X(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99)))));
     if (concentration > 0) {
-      h.evidence.push_back("the lost cache hits are concentrated on one replica (a cold replica?)");
+      h.evidence.push_back(
+          Remark("the lost cache hits are concentrated on one replica (a cold replica?)"));
     }
-    for (const std::string& c : ev.label_changes) {
-      if (c.rfind("template", 0) == 0) h.evidence.push_back(c);
+    for (const LabelChange& c : ev.label_changes) {
+      if (c.dimension == "template") h.evidence.push_back(ChangeLine(c));
     }
     if (!ev.has_spans) {
-      h.evidence.push_back("metrics only: fleet-level hit rate, no per-tenant split");
+      h.evidence.push_back(Remark("metrics only: fleet-level hit rate, no per-tenant split"));
       h.confidence = Ramp(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate, 0.05, 0.3) *
                      Ramp(Ratio(a.queue_s.p99, b.queue_s.p99), 1.2, 3);
     }

@@ -46,8 +46,8 @@ class SchedulerConfigRule final : public HypothesisRule {
                                Flat(Ratio(a.output_tokens_mean, b.output_tokens_mean), 1.2);
     const double queued = Ramp(Ratio(a.ttft_s.p99, b.ttft_s.p99), 1.1, 1.5);
     bool deploy_changed = false;
-    for (const std::string& c : ev.label_changes) {
-      if (c.rfind("deploy", 0) == 0) deploy_changed = true;
+    for (const LabelChange& c : ev.label_changes) {
+      if (c.dimension == "deploy") deploy_changed = true;
     }
     // A config deploy reaches every replica: the stalls must not sit on one replica.
     int n = 0, stalled = 0;
@@ -65,18 +65,22 @@ class SchedulerConfigRule final : public HypothesisRule {
     const double core = std::max(stalls, budget) * hit_flat * prompt_flat * queued * breadth;
     h.confidence = 0.9 * core + (deploy_changed && core > 0.2 ? 0.1 : 0);
     h.evidence.push_back(
-        fmt::format("p99 of per-request max ITL {} -> {} ({}) while median ITL {} -> {} ({})",
-                    Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s), X(stall_x), Secs(a.itl_p50_s),
-                    Secs(b.itl_p50_s), X(itl_x)));
-    h.evidence.push_back(fmt::format("prefill time per 1k uncached tokens {} -> {} ({})",
-                                     Secs(a.prefill_s_per_1k_uncached),
-                                     Secs(b.prefill_s_per_1k_uncached), X(per_tok_x)));
-    h.evidence.push_back(
+        Line("itl_max_p99_s", a.itl_max_p99_s, b.itl_max_p99_s, "s",
+             fmt::format("p99 of per-request max ITL {} -> {} ({}) while median ITL {} -> {} ({})",
+                         Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s), X(stall_x),
+                         Secs(a.itl_p50_s), Secs(b.itl_p50_s), X(itl_x))));
+    h.evidence.push_back(Line("prefill_s_per_1k_uncached", a.prefill_s_per_1k_uncached,
+                              b.prefill_s_per_1k_uncached, "s",
+                              fmt::format("prefill time per 1k uncached tokens {} -> {} ({})",
+                                          Secs(a.prefill_s_per_1k_uncached),
+                                          Secs(b.prefill_s_per_1k_uncached), X(per_tok_x))));
+    h.evidence.push_back(Line(
+        "prompt_tokens_p99", a.prompt_tokens_p99, b.prompt_tokens_p99, "tokens",
         fmt::format("hit rate {} -> {}, prompt p99 {} -> {}: the work per request did not change",
                     Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate),
-                    Num(a.prompt_tokens_p99), Num(b.prompt_tokens_p99)));
-    for (const std::string& c : ev.label_changes) {
-      if (c.rfind("deploy", 0) == 0) h.evidence.push_back(c);
+                    Num(a.prompt_tokens_p99), Num(b.prompt_tokens_p99))));
+    for (const LabelChange& c : ev.label_changes) {
+      if (c.dimension == "deploy") h.evidence.push_back(ChangeLine(c));
     }
     if (!ev.has_spans) {
       h.runnable = false;

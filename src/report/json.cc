@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "report/tables.h"
 #include "ttft/report.h"
 
 namespace ttft {
@@ -58,11 +59,13 @@ nlohmann::json AnnotationJson(const Annotation& a) {
 nlohmann::json ReportJson(const DiagnosisReport& r) {
   nlohmann::json hyps = nlohmann::json::array();
   for (const Hypothesis& h : r.hypotheses) {
+    nlohmann::json evidence = nlohmann::json::array();
+    for (const EvidenceLine& e : h.evidence) evidence.push_back(e.sentence);
     hyps.push_back({{"id", h.id},
                     {"title", h.title},
                     {"confidence", h.confidence},
                     {"runnable", h.runnable},
-                    {"evidence", h.evidence},
+                    {"evidence", evidence},
                     {"splitting_metric", h.splitting_metric},
                     {"next_check", h.next_check},
                     {"fix", h.fix},
@@ -96,6 +99,10 @@ nlohmann::json ReportJson(const DiagnosisReport& r) {
   for (const Action& a : r.actions) {
     actions.push_back({{"kind", a.kind}, {"text", a.text}, {"owner", a.owner}});
   }
+  nlohmann::json contributions = nlohmann::json::array();
+  for (const Contribution& c : r.contributions) contributions.push_back(report::Sentence(c));
+  nlohmann::json label_changes = nlohmann::json::array();
+  for (const LabelChange& c : r.label_changes) label_changes.push_back(ToString(c));
   nlohmann::json ann = nlohmann::json::array(), sus = nlohmann::json::array();
   for (const Annotation& a : r.annotations) ann.push_back(AnnotationJson(a));
   for (const Annotation& a : r.suspect_changes) sus.push_back(AnnotationJson(a));
@@ -148,7 +155,7 @@ nlohmann::json ReportJson(const DiagnosisReport& r) {
       {"hypotheses", hyps},
       {"hypotheses_assessed", r.hypotheses_assessed},
       {"groups", groups},
-      {"contributions", r.contributions},
+      {"contributions", contributions},
       {"explanation",
        {{"available", m.available},
         {"cost_model", m.cost_model},
@@ -169,7 +176,7 @@ nlohmann::json ReportJson(const DiagnosisReport& r) {
       {"actions", actions},
       {"annotations", ann},
       {"suspect_changes", sus},
-      {"label_changes", r.label_changes},
+      {"label_changes", label_changes},
       {"fidelity_notes", r.fidelity_notes},
   };
 }

@@ -11,6 +11,7 @@
 namespace ttft {
 
 using numfmt::Pct;
+using report::Sentence;
 using report::Symptoms;
 using report::SymRow;
 using report::Terms;
@@ -54,14 +55,14 @@ std::string RenderMarkdown(const DiagnosisReport& r) {
     ++i;
     o += fmt::format("{}. **`{}`** (confidence {:.2f}) — {}\n", i, h.id, h.confidence, h.title);
     if (i <= 3) {
-      for (const std::string& e : h.evidence) o += fmt::format("   - {}\n", e);
+      for (const EvidenceLine& e : h.evidence) o += fmt::format("   - {}\n", e.sentence);
       o += fmt::format("   - *Splitting metric:* {}\n   - *Next check:* {}\n", h.splitting_metric,
                        h.next_check);
     }
   }
   o += "\n## 5. Where it lives\n\n";
-  for (const std::string& c : r.contributions) o += fmt::format("- {}\n", c);
-  for (const std::string& c : r.label_changes) o += fmt::format("- {}\n", c);
+  for (const Contribution& c : r.contributions) o += fmt::format("- {}\n", Sentence(c));
+  for (const LabelChange& c : r.label_changes) o += fmt::format("- {}\n", ToString(c));
   if (!r.hypotheses_assessed) {
     o += "- Not assessed: too few requests to credit any group with a tail increase.\n";
   } else if (r.contributions.empty() && r.label_changes.empty()) {

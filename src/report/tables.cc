@@ -8,6 +8,7 @@
 namespace ttft::report {
 
 using numfmt::Num;
+using numfmt::Pct;
 using numfmt::Pct1;
 using numfmt::Ratio;
 using numfmt::Secs;
@@ -47,6 +48,14 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
 
 std::string Terms(const TermQuantiles& t) {
   return fmt::format("{} / {} / {}", Secs(t.p50), Secs(t.p90), Secs(t.p99));
+}
+
+std::string Sentence(const Contribution& c) {
+  return fmt::format(
+      "{} {}: hit rate {} to {}, p99 TTFT {} to {}, {} of the requests, {} of the p99 increase",
+      c.dimension, c.value, Pct(c.hit_rate_before), Pct(c.hit_rate_after),
+      Secs(c.ttft_p99_before_s), Secs(c.ttft_p99_after_s), Pct(c.share_of_requests),
+      Pct(c.share_of_increase));
 }
 
 }  // namespace ttft::report

@@ -26,6 +26,10 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r);
 // "p50 / p90 / p99" of one term.
 std::string Terms(const TermQuantiles& t);
 
+// "tenant acme: hit rate 81% to 3%, p99 TTFT 420 ms to 2.10 s, 25% of the requests,
+// 92% of the p99 increase".
+std::string Sentence(const Contribution& c);
+
 }  // namespace ttft::report
 
 #endif  // TTFT_REPORT_TABLES_H_

@@ -10,6 +10,7 @@
 namespace ttft {
 
 using numfmt::Pct;
+using report::Sentence;
 using report::Symptoms;
 using report::SymRow;
 using report::Terms;
@@ -62,7 +63,7 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
     o += fmt::format("  {}{}. {} ({:.2f}){} {}\n", i == 1 ? bold : "", i, h.id, h.confidence, reset,
                      h.title);
     if (i <= 3) {
-      for (const std::string& e : h.evidence) o += fmt::format("       - {}\n", e);
+      for (const EvidenceLine& e : h.evidence) o += fmt::format("       - {}\n", e.sentence);
       o += fmt::format("       splitting metric: {}\n       next check: {}\n", h.splitting_metric,
                        h.next_check);
     }
@@ -73,8 +74,8 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   } else if (r.contributions.empty()) {
     o += "  no single group holds most of the tail increase\n";
   }
-  for (const std::string& c : r.contributions) o += fmt::format("  - {}\n", c);
-  for (const std::string& c : r.label_changes) o += fmt::format("  - {}\n", c);
+  for (const Contribution& c : r.contributions) o += fmt::format("  - {}\n", Sentence(c));
+  for (const LabelChange& c : r.label_changes) o += fmt::format("  - {}\n", ToString(c));
   o += fmt::format("\n{}6. Why the magnitude fits{}\n", bold, reset);
   o += fmt::format("  {}\n", r.magnitude.available ? r.magnitude.sentence : "not estimated");
   o += fmt::format("\n{}7. Fix and prevention{}\n", bold, reset);
