@@ -27,11 +27,12 @@
 #include <vector>
 
 #include "diagnose/parallel.h"
+#include "diagnose/stages.h"
 #include "ttft/diagnose.h"
 #include "ttft/format.h"
 #include "ttft/model.h"
 
-namespace ttft {
+namespace ttft::diag {
 
 using numfmt::Ratio;
 using numfmt::Secs;
@@ -237,8 +238,8 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
   const double la = in.baseline.to_s - in.baseline.from_s;
   const double lb = in.incident.to_s - in.incident.from_s;
   std::vector<ReplicaLoad> loads_a, loads_b;
-  diag::RunBoth(
-      o.parallel && rows_a.size() + rows_b.size() >= diag::kParallelRows,
+  RunBoth(
+      o.parallel && rows_a.size() + rows_b.size() >= kParallelRows,
       [&] { loads_a = Loads(*in.baseline.table, rows_a, la, cm, &m.prefill_compute_before_s); },
       [&] { loads_b = Loads(*in.incident.table, rows_b, lb, cm, &m.prefill_compute_after_s); });
   if (loads_a.empty() || loads_b.empty()) return m;
@@ -308,4 +309,4 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
   return m;
 }
 
-}  // namespace ttft
+}  // namespace ttft::diag
