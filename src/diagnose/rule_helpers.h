@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -44,6 +45,17 @@ inline double Flat(double ratio, double band) {
   const double dev = std::fabs(std::log(ratio));
   const double b = std::log(band);
   return 1 - Ramp(dev, b, 2 * b);
+}
+
+// How a change ratio (after / before) reads: flat within [1/band, band], else up or
+// down; unknown when the ratio is not finite. Evidence sentences say what the numbers
+// show through this, never a fixed claim.
+enum class Trend : uint8_t { kUnknown, kFlat, kUp, kDown };
+inline Trend TrendOf(double ratio, double band) {
+  if (!std::isfinite(ratio) || ratio <= 0) return Trend::kUnknown;
+  if (ratio > band) return Trend::kUp;
+  if (ratio < 1 / band) return Trend::kDown;
+  return Trend::kFlat;
 }
 
 // An evidence line about `metric`, `before` -> `after` in `unit`.

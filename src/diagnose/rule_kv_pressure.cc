@@ -47,10 +47,19 @@ class KvPressureRule final : public HypothesisRule {
           Line("kv_usage", a.kv_usage, b.kv_usage, "fraction",
                fmt::format("mean KV-cache usage {} -> {}", Pct(a.kv_usage), Pct(b.kv_usage))));
     }
-    h.evidence.push_back(
-        Line("prefix_cache_hit_rate", a.prefix_cache_hit_rate, b.prefix_cache_hit_rate, "fraction",
-             fmt::format("hit rate {} -> {} (flat is expected for this cause)",
-                         Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate))));
+    // Flat by the band the confidence uses (within 10 points).
+    const double hit_delta = b.prefix_cache_hit_rate - a.prefix_cache_hit_rate;
+    std::string hit_reads;
+    if (std::isfinite(hit_delta)) {
+      hit_reads = std::fabs(hit_delta) < 0.1
+                      ? " (flat, as this cause expects)"
+                      : fmt::format(" ({} by {:.0f} points; this cause expects it flat)",
+                                    hit_delta < 0 ? "down" : "up", std::fabs(hit_delta) * 100);
+    }
+    h.evidence.push_back(Line("prefix_cache_hit_rate", a.prefix_cache_hit_rate,
+                              b.prefix_cache_hit_rate, "fraction",
+                              fmt::format("hit rate {} -> {}{}", Pct1(a.prefix_cache_hit_rate),
+                                          Pct1(b.prefix_cache_hit_rate), hit_reads)));
     if (a.rejected_too_long > b.rejected_too_long) {
       h.evidence.push_back(Line("rejected_too_long", static_cast<double>(a.rejected_too_long),
                                 static_cast<double>(b.rejected_too_long), "count",

@@ -77,11 +77,19 @@ class LongerPromptsRule final : public HypothesisRule {
         "prompt_tokens_p99", a.prompt_tokens_p99, b.prompt_tokens_p99, "tokens",
         fmt::format("fleet prompt tokens p99 {} -> {} ({})", Num(a.prompt_tokens_p99),
                     Num(b.prompt_tokens_p99), X(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99)))));
+    // Flat by the band the confidence uses (x1.3).
+    const char* per_tok = "";
+    switch (TrendOf(per_tok_x, 1.3)) {
+      case Trend::kFlat: per_tok = ": flat, the GPU is not slower"; break;
+      case Trend::kUp: per_tok = ": up, each token is slower too (not only longer prompts)"; break;
+      case Trend::kDown: per_tok = ": down, each token is faster"; break;
+      case Trend::kUnknown: break;
+    }
     h.evidence.push_back(Line(
         "prefill_s_per_1k_uncached", a.prefill_s_per_1k_uncached, b.prefill_s_per_1k_uncached, "s",
-        fmt::format(
-            "prefill time per 1k uncached tokens {} -> {} ({}): flat means the GPU is not slower",
-            Secs(a.prefill_s_per_1k_uncached), Secs(b.prefill_s_per_1k_uncached), X(per_tok_x))));
+        fmt::format("prefill time per 1k uncached tokens {} -> {} ({}){}",
+                    Secs(a.prefill_s_per_1k_uncached), Secs(b.prefill_s_per_1k_uncached),
+                    X(per_tok_x), per_tok)));
     if (!ev.has_spans) {
       h.confidence = Ramp(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99), 1.15, 1.6) * 0.7;
       h.evidence.push_back(

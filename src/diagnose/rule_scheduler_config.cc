@@ -6,6 +6,8 @@
 // inter-token gap jumps while the median ITL does not (a whole prefill ran in one
 // step); (b) a smaller token budget: prefill time per uncached token up while the
 // decode ITL is flat or down -- the GPU is not slower, the schedule is.
+#include <fmt/ranges.h>
+
 #include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
@@ -74,11 +76,33 @@ class SchedulerConfigRule final : public HypothesisRule {
                               fmt::format("prefill time per 1k uncached tokens {} -> {} ({})",
                                           Secs(a.prefill_s_per_1k_uncached),
                                           Secs(b.prefill_s_per_1k_uncached), X(per_tok_x))));
-    h.evidence.push_back(Line(
-        "prompt_tokens_p99", a.prompt_tokens_p99, b.prompt_tokens_p99, "tokens",
-        fmt::format("hit rate {} -> {}, prompt p99 {} -> {}: the work per request did not change",
-                    Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate),
-                    Num(a.prompt_tokens_p99), Num(b.prompt_tokens_p99))));
+    // Whether the work per request changed, by the bands the confidence uses (hit rate
+    // within 5 points, prompt p99 within x1.15).
+    std::vector<std::string> moved;
+    bool known = true;
+    const double hit_delta = b.prefix_cache_hit_rate - a.prefix_cache_hit_rate;
+    if (!std::isfinite(hit_delta)) {
+      known = false;
+    } else if (std::fabs(hit_delta) >= 0.05) {
+      moved.push_back(hit_delta < 0 ? "the hit rate fell" : "the hit rate rose");
+    }
+    switch (TrendOf(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99), 1.15)) {
+      case Trend::kUp: moved.push_back("the prompts grew"); break;
+      case Trend::kDown: moved.push_back("the prompts got shorter"); break;
+      case Trend::kUnknown: known = false; break;
+      case Trend::kFlat: break;
+    }
+    std::string work;
+    if (!moved.empty()) {
+      work = fmt::format(": the work per request changed ({})", fmt::join(moved, ", "));
+    } else if (known) {
+      work = ": the work per request did not change";
+    }
+    h.evidence.push_back(
+        Line("prompt_tokens_p99", a.prompt_tokens_p99, b.prompt_tokens_p99, "tokens",
+             fmt::format("hit rate {} -> {}, prompt p99 {} -> {}{}", Pct1(a.prefix_cache_hit_rate),
+                         Pct1(b.prefix_cache_hit_rate), Num(a.prompt_tokens_p99),
+                         Num(b.prompt_tokens_p99), work)));
     for (const LabelChange& c : ev.label_changes) {
       if (c.dimension == "deploy") h.evidence.push_back(ChangeLine(c));
     }

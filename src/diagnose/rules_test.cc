@@ -440,6 +440,46 @@ TEST(DecodeHeavyRule, NotRunnableWithoutSpans) {
   EXPECT_FALSE(c.Run(*MakeDecodeHeavyRule()).runnable);
 }
 
+// --- evidence states what the numbers say ------------------------------------------
+
+TEST(EvidenceSentences, FollowTheNumbersNotAFixedClaim) {
+  Case flat;
+  const Hypothesis pc_flat = flat.Run(*MakePrefixCacheCollapseRule());
+  ASSERT_NE(LineAbout(pc_flat, "prompt_tokens_p99"), nullptr);
+  EXPECT_THAT(LineAbout(pc_flat, "prompt_tokens_p99")->sentence,
+              HasSubstr("(x1.00): the prompts did not grow"));
+  const Hypothesis sc_flat = flat.Run(*MakeSchedulerConfigRule());
+  EXPECT_THAT(LineAbout(sc_flat, "prompt_tokens_p99")->sentence,
+              HasSubstr(": the work per request did not change"));
+
+  Case grew;  // the drill's case: a prompt p99 of x1.71 and the hit rate down
+  grew.after.prompt_tokens_p99 = 6840;
+  grew.after.prefix_cache_hit_rate = 0.48;
+  const Hypothesis pc = grew.Run(*MakePrefixCacheCollapseRule());
+  EXPECT_EQ(LineAbout(pc, "prompt_tokens_p99")->sentence,
+            "prompt tokens p99 4000 -> 6840 (x1.71): the prompts grew as well");
+  const Hypothesis sc = grew.Run(*MakeSchedulerConfigRule());
+  EXPECT_EQ(LineAbout(sc, "prompt_tokens_p99")->sentence,
+            "hit rate 80.0% -> 48.0%, prompt p99 4000 -> 6840: the work per request changed (the "
+            "hit rate fell, the prompts grew)");
+  const Hypothesis kv = grew.Run(*MakeKvPressureRule());
+  EXPECT_EQ(LineAbout(kv, "prefix_cache_hit_rate")->sentence,
+            "hit rate 80.0% -> 48.0% (down by 32 points; this cause expects it flat)");
+
+  Case slower;
+  slower.after.prefill_s_per_1k_uncached = 0.2;
+  EXPECT_THAT(
+      LineAbout(slower.Run(*MakeLongerPromptsRule()), "prefill_s_per_1k_uncached")->sentence,
+      HasSubstr("(x2.00): up, each token is slower too"));
+  EXPECT_THAT(LineAbout(flat.Run(*MakeLongerPromptsRule()), "prefill_s_per_1k_uncached")->sentence,
+              HasSubstr("(x1.00): flat, the GPU is not slower"));
+
+  Case unknown;  // no figures: no claim either way
+  unknown.before.prompt_tokens_p99 = kMissing;
+  EXPECT_EQ(LineAbout(unknown.Run(*MakePrefixCacheCollapseRule()), "prompt_tokens_p99")->sentence,
+            "prompt tokens p99 n/a -> 4000 (n/a)");
+}
+
 // --- the registry --------------------------------------------------------------------------
 
 TEST(DefaultRules, TenRulesWithDistinctIds) {
