@@ -127,7 +127,9 @@ struct Annotation {
 // Options of the diagnosis. Thresholds are documented in docs/diagnosis.md.
 struct DiagnoseOptions {
   // The cost model: empty fields come from the spans' `model` label, then the
-  // defaults (llama-3.3-70b, h100-sxm, fp8, tp 2).
+  // defaults (llama-3.3-70b, h100-sxm, fp8, tp 2). A non-empty model or gpu must be a
+  // preset (FindModel, FindGpu in ttft/model.h), else Diagnose fails; a spans' label
+  // that is no preset is priced as the default, with a fidelity note naming it.
   std::string model;
   std::string gpu;
   std::string dtype;
@@ -398,7 +400,8 @@ std::vector<std::unique_ptr<HypothesisRule>> DefaultRules();
 
 // Builds the report. Errors (InvalidArgument): a window without a table or
 // snapshots, overlapping windows on the same table, an empty window range,
-// different `model` labels in the two windows, an unknown --model/--gpu.
+// different `model` labels in the two windows, an options.model or options.gpu
+// (--model/--gpu) that is not a preset (the message lists the presets).
 Result<DiagnosisReport> Diagnose(const DiagnosisInput& input);
 
 // Statistics of a set of rows of `table` over a window of `window_s` seconds.

@@ -209,17 +209,19 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
                             const std::vector<uint32_t>& rows_b, std::vector<std::string>& notes) {
   Magnitude m;
   const DiagnoseOptions& o = in.options;
+  // An explicit model is a preset (ValidateInput); the spans' label may not be.
   std::string model = o.model;
-  if (model.empty()) model = MostCommonModel(*in.incident.table, rows_b);
-  if (model.empty() || !FindModel(model).ok()) {
-    if (!model.empty()) {
+  if (model.empty()) {
+    model = MostCommonModel(*in.incident.table, rows_b);
+    if (!model.empty() && !FindModel(model).ok()) {
       notes.push_back(fmt::format(
-          "the spans' model label \"{}\" is not a cost-model preset; priced as llama-3.3-70b "
-          "(give --model to choose)",
+          "the spans' model label \"{}\" is unknown (not a cost-model preset): the magnitude "
+          "check priced the requests as the default llama-3.3-70b; give --model to choose",
           model));
+      model.clear();
     }
-    model = "llama-3.3-70b";
   }
+  if (model.empty()) model = "llama-3.3-70b";
   const std::string gpu = o.gpu.empty() ? "h100-sxm" : o.gpu;
   auto dtype = ParseDtype(o.dtype.empty() ? "fp8" : o.dtype);
   const int tp = o.tp > 0 ? o.tp : 2;

@@ -46,7 +46,8 @@ struct InputShape {
 };
 
 // Errors (InvalidArgument): an empty window range, overlapping windows on the same
-// table, neither spans nor >= 2 snapshots per window.
+// table, neither spans nor >= 2 snapshots per window, an options.model or options.gpu
+// that is not a cost-model preset (the message lists the presets).
 Result<InputShape> ValidateInput(const DiagnosisInput& in);
 
 // The buffers every pass over a window reuses, and whether the two windows are
@@ -183,8 +184,11 @@ std::vector<Hypothesis> EvaluateRules(std::span<const std::unique_ptr<Hypothesis
 // ---------------------------------------------------------------------------
 
 // Why the magnitude fits: the cost model priced on the observed requests and a
-// queueing estimate of the busiest replica's wait. REQUIRES: a span table per window;
-// rows_a and rows_b the windows' rows. Appends what it could not do to `notes`.
+// queueing estimate of the busiest replica's wait. The model is options.model, else
+// the incident's most common `model` label; a label that is no preset is priced as
+// the default llama-3.3-70b, with a note naming it as unknown. REQUIRES: a span table
+// per window; rows_a and rows_b the windows' rows; options.model and options.gpu empty
+// or presets (ValidateInput). Appends what it could not do to `notes`.
 Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t>& rows_a,
                             const std::vector<uint32_t>& rows_b, std::vector<std::string>& notes);
 

@@ -56,6 +56,57 @@ TEST(ValidateInput, RejectsEmptyOverlappingAndMissingWindows) {
   EXPECT_FALSE(shape->has_metrics);
 }
 
+TEST(ValidateInput, AnExplicitUnknownModelOrGpuIsAnErrorNamingThePresets) {
+  SpanTable t;
+  DiagnosisInput in;
+  in.baseline = {&t, 0, 100};
+  in.incident = {&t, 100, 200};
+  in.options.model = "foo";
+  const Status m = ValidateInput(in).status();
+  EXPECT_EQ(m.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(m.message(), HasSubstr("unknown model \"foo\""));
+  EXPECT_THAT(m.message(), HasSubstr("llama-3.3-70b"));
+  in.options.model = "llama-3.3-70b";
+  in.options.gpu = "abacus";
+  const Status g = ValidateInput(in).status();
+  EXPECT_EQ(g.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(g.message(), HasSubstr("unknown gpu \"abacus\""));
+  EXPECT_THAT(g.message(), HasSubstr("h100-sxm"));
+  in.options.gpu = "h100-sxm";
+  EXPECT_TRUE(ValidateInput(in).ok());
+}
+
+TEST(EstimateMagnitude, AnUnknownModelLabelInTheSpansIsANoteAndTheDefaultPricesIt) {
+  SpanTable t;
+  for (int i = 0; i < 400; ++i) {
+    Span s = MakeSpan(i, i * 0.5, 0.1 + (i % 10) * 0.01);
+    s.model = "my-finetune";
+    AddSpanToTable(s, t);
+  }
+  DiagnosisInput in;
+  in.baseline = {&t, 0, 100};
+  in.incident = {&t, 100, 200};
+  auto shape = ValidateInput(in);
+  ASSERT_TRUE(shape.ok());
+  Workspace ws(in, *shape);
+  std::vector<std::string> notes;
+  auto w = ComputeWindows(in, *shape, ws, notes);
+  ASSERT_TRUE(w.ok());
+  notes.clear();
+  const Magnitude m = EstimateMagnitude(in, w->rows_a, w->rows_b, notes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_THAT(notes[0], HasSubstr("the spans' model label \"my-finetune\" is unknown"));
+  EXPECT_THAT(notes[0], HasSubstr("priced the requests as the default llama-3.3-70b"));
+  EXPECT_TRUE(m.available);
+  EXPECT_THAT(m.cost_model, HasSubstr("llama-3.3-70b"));
+  // An explicit preset is used as given, without a note.
+  in.options.model = "llama-3.1-8b";
+  notes.clear();
+  const Magnitude given = EstimateMagnitude(in, w->rows_a, w->rows_b, notes);
+  EXPECT_TRUE(notes.empty()) << notes.front();
+  EXPECT_THAT(given.cost_model, HasSubstr("llama-3.1-8b"));
+}
+
 TEST(ValidateInput, OverlapOnTwoTablesIsTwoInputs) {
   SpanTable a, b;
   DiagnosisInput in;

@@ -10,6 +10,7 @@
 
 #include "diagnose/parallel.h"
 #include "diagnose/stages.h"
+#include "ttft/model.h"
 
 namespace ttft::diag {
 namespace {
@@ -39,6 +40,20 @@ Result<InputShape> ValidateInput(const DiagnosisInput& in) {
     return Status::Invalid(fmt::format(
         "the baseline [{:.0f}, {:.0f}) s and incident [{:.0f}, {:.0f}) s windows overlap", A.from_s,
         A.to_s, B.from_s, B.to_s));
+  }
+  // An explicit cost model must be one the magnitude check can price; the spans' own
+  // model label is checked there (an unknown label is a note, not an error).
+  const DiagnoseOptions& o = in.options;
+  if (!o.model.empty() && !FindModel(o.model).ok()) {
+    return Status::Invalid(
+        fmt::format("unknown model \"{}\" (DiagnoseOptions::model, --model); "
+                    "the cost-model presets are: {}",
+                    o.model, fmt::join(ModelNames(), ", ")));
+  }
+  if (!o.gpu.empty() && !FindGpu(o.gpu).ok()) {
+    return Status::Invalid(
+        fmt::format("unknown gpu \"{}\" (DiagnoseOptions::gpu, --gpu); the GPU presets are: {}",
+                    o.gpu, fmt::join(GpuNames(), ", ")));
   }
   InputShape shape;
   shape.has_spans = A.table != nullptr && B.table != nullptr;
