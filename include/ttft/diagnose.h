@@ -120,7 +120,9 @@ struct SpanWindow {
 // Options of the diagnosis. Thresholds are documented in docs/diagnosis.md.
 struct DiagnoseOptions {
   // The cost model: empty fields come from the spans' `model` label, then the
-  // defaults (llama-3.3-70b, h100-sxm, fp8, tp 2).
+  // defaults (llama-3.3-70b, h100-sxm, fp8, tp 2). A non-empty model or gpu must be a
+  // preset (FindModel, FindGpu in ttft/model.h), else Diagnose fails; a spans' label
+  // that is no preset is priced as the default, with a fidelity note naming it.
   std::string model;
   std::string gpu;
   std::string dtype;
@@ -223,6 +225,38 @@ struct GroupSplit {
   std::vector<GroupRow> rows;  // sorted by contribution, largest first
 };
 
+// One line of a hypothesis' evidence: the figure it reads (before and after) and the
+// sentence that states what the numbers say. A line quoting several figures names the
+// one its sentence is about; a line without a figure has an empty `metric`.
+struct EvidenceLine {
+  std::string metric;  // a WindowStats/GroupRow field name, e.g. "prompt_tokens_p99"
+  double before = kMissing, after = kMissing;
+  std::string unit;      // "s", "tokens", "fraction", "rps", "count", "ratio" or ""
+  std::string sentence;  // what every renderer prints
+};
+
+// A label value that appears in one window only (template app@v2 in the incident).
+struct LabelChange {
+  enum class Kind : uint8_t { kNew, kGone };
+  std::string dimension;  // template, deploy, tenant or model
+  std::string value;
+  Kind kind = Kind::kNew;
+  double share = 0;  // of the requests of the window it is in
+};
+// "template app@v2: new in the incident (40% of requests)" or
+// "tenant acme: gone in the incident (was 12%)".
+std::string ToString(const LabelChange& change);
+
+// The group of a split that holds most of the tail increase, with the figures the
+// report quotes about it.
+struct Contribution {
+  std::string dimension, value;
+  double hit_rate_before = kMissing, hit_rate_after = kMissing;
+  double ttft_p99_before_s = kMissing, ttft_p99_after_s = kMissing;
+  double share_of_requests = 0;  // in the incident
+  double share_of_increase = 0;  // GroupRow::contribution
+};
+
 // One ranked cause.
 struct Hypothesis {
   std::string id;         // e.g. "prefix_cache_collapse" (stable; the JSON's `id`)
@@ -230,12 +264,15 @@ struct Hypothesis {
   double confidence = 0;  // 0..1
   bool runnable = true;   // false: the input lacks what the rule reads
   std::string not_run_reason;
-  std::vector<std::string> evidence;  // lines quoting numbers
-  std::string splitting_metric;       // the one metric that confirms or rejects it
+  std::vector<EvidenceLine> evidence;
+  std::string splitting_metric;  // the one metric that confirms or rejects it
   std::string next_check;
   std::string fix;
   std::string prevention;
   std::string owners;
+  // When no change near the onset can be undone: the split (e.g. "tenant") whose top
+  // group's load is shed as the mitigation; "" when this cause has no such mitigation.
+  std::string shed_load_of;
 };
 
 // Why the magnitude fits: the cost model applied to the observed requests, per
@@ -271,10 +308,21 @@ struct GroupSeries {
   std::vector<TimePoint> points;
 };
 
+// What an action acts on.
+enum class ActionSubject : uint8_t {
+  kNone,
+  kChange,       // an annotation: key = its kind, value = its target
+  kLabelChange,  // a LabelChange: key = its dimension, value = its value
+  kGroup,        // a group of a split: key = the dimension, value = the group
+  kHypothesis,   // key = the hypothesis id
+};
+
 struct Action {
   std::string kind;  // "mitigate", "fix", "prevent", "investigate"
   std::string text;
   std::string owner;  // "app team", "serving team", "" when not clear
+  ActionSubject subject = ActionSubject::kNone;
+  std::string subject_key, subject_value;
 };
 
 enum class Verdict : uint8_t { kRegression, kNoRegression, kInsufficientData };
@@ -302,11 +350,11 @@ struct DiagnosisReport {
   // increase) is assessed from too few requests.
   bool hypotheses_assessed = true;
   std::vector<GroupSplit> groups;
-  std::vector<std::string> contributions;  // "tenant acme: hit rate 81% to 3%, 92% of ..."
+  std::vector<Contribution> contributions;  // splits whose top group holds >= 30%
   Magnitude magnitude;
   std::vector<Annotation> annotations;
   std::vector<Annotation> suspect_changes;  // changes near the onset, closest first
-  std::vector<std::string> label_changes;   // "template app: v1 -> v2 (new in the incident)"
+  std::vector<LabelChange> label_changes;   // label values in one window only
   std::vector<Action> actions;              // mitigate first, then fix, prevent
   std::vector<std::string> fidelity_notes;  // checks that could not run, and why
   // Charts.
@@ -323,7 +371,7 @@ struct Evidence {
   const WindowStats& after;
   const Decomposition& decomposition;
   const std::vector<GroupSplit>& groups;
-  const std::vector<std::string>& label_changes;
+  const std::vector<LabelChange>& label_changes;
   bool has_spans = true;
   bool has_metrics = false;
   // The split for `dimension`, or nullptr.
@@ -355,7 +403,8 @@ Result<DiagnosisInput> DiagnosisInputOf(const Dataset& baseline, const Dataset& 
 
 // Builds the report. Errors (InvalidArgument): a window without a table or
 // snapshots, overlapping windows on the same table, an empty window range,
-// different `model` labels in the two windows, an unknown --model/--gpu.
+// different `model` labels in the two windows, an options.model or options.gpu
+// (--model/--gpu) that is not a preset (the message lists the presets).
 Result<DiagnosisReport> Diagnose(const DiagnosisInput& input);
 
 // Statistics of a set of rows of `table` over a window of `window_s` seconds.

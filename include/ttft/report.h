@@ -4,6 +4,10 @@
 //
 // Renderers of one DiagnosisReport (ttft/diagnose.h). The report model is built once;
 // every format reads the same model, so text, Markdown, JSON and HTML never disagree.
+// Evidence lines print their sentence; contributions, label changes and actions are
+// data the renderers state (one file each: src/report/text.cc, markdown.cc, json.cc,
+// html.cc; numbers through ttft/format.h). The JSON keeps schema 1: evidence,
+// contributions and label_changes are arrays of the sentences.
 //
 //   * RenderText: terminal text; ANSI colour only when `colour` (the caller decides:
 //     a TTY and no NO_COLOR).

@@ -26,14 +26,17 @@
 #include <string>
 #include <vector>
 
-#include "diagnose/rule_util.h"
+#include "diagnose/parallel.h"
+#include "diagnose/stages.h"
 #include "ttft/diagnose.h"
+#include "ttft/format.h"
 #include "ttft/model.h"
 
-namespace ttft {
+namespace ttft::diag {
 
-using diag::Secs;
-using diag::X;
+using numfmt::Ratio;
+using numfmt::Secs;
+using numfmt::X;
 
 namespace {
 
@@ -206,17 +209,19 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
                             const std::vector<uint32_t>& rows_b, std::vector<std::string>& notes) {
   Magnitude m;
   const DiagnoseOptions& o = in.options;
+  // An explicit model is a preset (ValidateInput); the spans' label may not be.
   std::string model = o.model;
-  if (model.empty()) model = MostCommonModel(*in.incident.table, rows_b);
-  if (model.empty() || !FindModel(model).ok()) {
-    if (!model.empty()) {
+  if (model.empty()) {
+    model = MostCommonModel(*in.incident.table, rows_b);
+    if (!model.empty() && !FindModel(model).ok()) {
       notes.push_back(fmt::format(
-          "the spans' model label \"{}\" is not a cost-model preset; priced as llama-3.3-70b "
-          "(give --model to choose)",
+          "the spans' model label \"{}\" is unknown (not a cost-model preset): the magnitude "
+          "check priced the requests as the default llama-3.3-70b; give --model to choose",
           model));
+      model.clear();
     }
-    model = "llama-3.3-70b";
   }
+  if (model.empty()) model = "llama-3.3-70b";
   const std::string gpu = o.gpu.empty() ? "h100-sxm" : o.gpu;
   auto dtype = ParseDtype(o.dtype.empty() ? "fp8" : o.dtype);
   const int tp = o.tp > 0 ? o.tp : 2;
@@ -235,8 +240,8 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
   const double la = in.baseline.to_s - in.baseline.from_s;
   const double lb = in.incident.to_s - in.incident.from_s;
   std::vector<ReplicaLoad> loads_a, loads_b;
-  diag::RunBoth(
-      o.parallel && rows_a.size() + rows_b.size() >= diag::kParallelRows,
+  RunBoth(
+      o.parallel && rows_a.size() + rows_b.size() >= kParallelRows,
       [&] { loads_a = Loads(*in.baseline.table, rows_a, la, cm, &m.prefill_compute_before_s); },
       [&] { loads_b = Loads(*in.incident.table, rows_b, lb, cm, &m.prefill_compute_after_s); });
   if (loads_a.empty() || loads_b.empty()) return m;
@@ -263,10 +268,10 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
   m.observed_queue_mean_before_s = a.queue_mean_s;
   m.observed_queue_mean_after_s = b.queue_mean_s;
 
-  const double obs = diag::Ratio(a.queue_mean_s, b.queue_mean_s);
+  const double obs = Ratio(a.queue_mean_s, b.queue_mean_s);
   const double pred = std::isinf(b.kingman_s) ? std::numeric_limits<double>::infinity()
-                                              : diag::Ratio(a.kingman_s, b.kingman_s);
-  const double compute_x = diag::Ratio(m.prefill_compute_before_s, m.prefill_compute_after_s);
+                                              : Ratio(a.kingman_s, b.kingman_s);
+  const double compute_x = Ratio(m.prefill_compute_before_s, m.prefill_compute_after_s);
   if (!std::isfinite(obs) || obs < 1.5) {
     m.verdict = (std::isfinite(pred) && pred < 1.5) || !std::isfinite(obs) ? "explained"
                                                                            : "partly explained";
@@ -306,4 +311,4 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
   return m;
 }
 
-}  // namespace ttft
+}  // namespace ttft::diag

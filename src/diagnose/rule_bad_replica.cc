@@ -4,7 +4,7 @@
 // tail increase, whose p99 ratio (after / before) is far above the median ratio of
 // the other replicas. When that replica's region lost replicas it is the region's
 // capacity (region_capacity), not the replica.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {
@@ -30,7 +30,7 @@ class BadReplicaRule final : public HypothesisRule {
     h.owners = "serving team owns replicas and routing";
     const GroupSplit* rep = ev.Split("replica");
     if (rep == nullptr || rep->rows.size() < 2) {
-      h.evidence.push_back("fewer than two replicas: nothing to compare");
+      h.evidence.push_back(Remark("fewer than two replicas: nothing to compare"));
       if (!ev.has_spans) {
         h.runnable = false;
         h.not_run_reason = "needs per-replica TTFT (spans, or metrics with a replica label)";
@@ -64,14 +64,20 @@ class BadReplicaRule final : public HypothesisRule {
         top.contribution + second > 0 ? top.contribution / (top.contribution + second) : 0;
     h.confidence = Ramp(top.contribution, 0.35, 0.7) * Ramp(divergence, 1.4, 2.5) *
                    Ramp(alone, 0.6, 0.8) * (1 - region_loss);
-    h.evidence.push_back(fmt::format(
-        "replica {}: p99 TTFT {} -> {}, {} of the p99 increase, {} the median replica's change",
-        top.value, Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99), Pct(top.contribution),
-        X(divergence)));
-    h.evidence.push_back(fmt::format(
-        "replica {}: hit rate {} -> {}, prefill per 1k uncached tokens {} -> {}", top.value,
-        Pct1(top.before.prefix_cache_hit_rate), Pct1(top.after.prefix_cache_hit_rate),
-        Secs(top.before.prefill_s_per_1k_uncached), Secs(top.after.prefill_s_per_1k_uncached)));
+    h.evidence.push_back(Line(
+        "ttft_p99_s", top.before.ttft_s.p99, top.after.ttft_s.p99, "s",
+        fmt::format(
+            "replica {}: p99 TTFT {} -> {}, {} of the p99 increase, {} the median replica's change",
+            top.value, Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99),
+            Pct(top.contribution), X(divergence))));
+    h.evidence.push_back(
+        Line("prefix_cache_hit_rate", top.before.prefix_cache_hit_rate,
+             top.after.prefix_cache_hit_rate, "fraction",
+             fmt::format("replica {}: hit rate {} -> {}, prefill per 1k uncached tokens {} -> {}",
+                         top.value, Pct1(top.before.prefix_cache_hit_rate),
+                         Pct1(top.after.prefix_cache_hit_rate),
+                         Secs(top.before.prefill_s_per_1k_uncached),
+                         Secs(top.after.prefill_s_per_1k_uncached))));
     return h;
   }
 };

@@ -4,7 +4,7 @@
 // up with it, at an unchanged request rate: every step is slower, so the GPU path
 // is (thermal or power throttling, a different SKU, a TP degree or kernel
 // regression). A slower prefill with a flat ITL is the scheduler, not the GPU.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {
@@ -43,13 +43,17 @@ class ComputeSlowdownRule final : public HypothesisRule {
     const double rate_x = Ratio(a.request_rate_rps, b.request_rate_rps);
     h.confidence = Ramp(per_tok_x, 1.1, 1.5) * Ramp(itl_x, 1.05, 1.3) * Ramp(breadth, 0.5, 0.9) *
                    (1 - 0.6 * Ramp(rate_x, 1.1, 1.4));
-    h.evidence.push_back(fmt::format("prefill time per 1k uncached tokens {} -> {} ({})",
-                                     Secs(a.prefill_s_per_1k_uncached),
-                                     Secs(b.prefill_s_per_1k_uncached), X(per_tok_x)));
-    h.evidence.push_back(
-        fmt::format("median ITL {} -> {} ({})", Secs(a.itl_p50_s), Secs(b.itl_p50_s), X(itl_x)));
-    h.evidence.push_back(
-        fmt::format("{} of {} replicas slower per token; request rate {}", slow, n, X(rate_x)));
+    h.evidence.push_back(Line("prefill_s_per_1k_uncached", a.prefill_s_per_1k_uncached,
+                              b.prefill_s_per_1k_uncached, "s",
+                              fmt::format("prefill time per 1k uncached tokens {} -> {} ({})",
+                                          Secs(a.prefill_s_per_1k_uncached),
+                                          Secs(b.prefill_s_per_1k_uncached), X(per_tok_x))));
+    h.evidence.push_back(Line(
+        "itl_p50_s", a.itl_p50_s, b.itl_p50_s, "s",
+        fmt::format("median ITL {} -> {} ({})", Secs(a.itl_p50_s), Secs(b.itl_p50_s), X(itl_x))));
+    h.evidence.push_back(Line(
+        "replicas_slower_per_token", kMissing, static_cast<double>(slow), "count",
+        fmt::format("{} of {} replicas slower per token; request rate {}", slow, n, X(rate_x))));
     if (!ev.has_spans) {
       h.runnable = false;
       h.not_run_reason = "needs prefill time and uncached tokens per request (spans)";

@@ -3,7 +3,7 @@
 // Output lengths up and more sequences in flight (Little's law: sum of e2e time
 // over the window): decodes hold batch slots and KV blocks longer, so new prefills
 // wait and the ITL rises.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {
@@ -32,14 +32,20 @@ class DecodeHeavyRule final : public HypothesisRule {
     const double out_x = Ratio(a.output_tokens_mean, b.output_tokens_mean);
     const double conc_x = Ratio(a.concurrency, b.concurrency);
     h.confidence = Ramp(out_x, 1.2, 2.0) * Ramp(conc_x, 1.1, 1.6);
-    h.evidence.push_back(fmt::format("output tokens mean {} -> {} ({}), p99 {} -> {}",
-                                     Num(a.output_tokens_mean), Num(b.output_tokens_mean), X(out_x),
-                                     Num(a.output_tokens_p99), Num(b.output_tokens_p99)));
-    h.evidence.push_back(fmt::format("concurrent sequences (Little's law) {:.1f} -> {:.1f} ({})",
-                                     a.concurrency, b.concurrency, X(conc_x)));
-    h.evidence.push_back(fmt::format(
-        "median ITL {} -> {}; preemptions per request {:.3f} -> {:.3f}", Secs(a.itl_p50_s),
-        Secs(b.itl_p50_s), a.preemptions_per_request, b.preemptions_per_request));
+    h.evidence.push_back(
+        Line("output_tokens_mean", a.output_tokens_mean, b.output_tokens_mean, "tokens",
+             fmt::format("output tokens mean {} -> {} ({}), p99 {} -> {}",
+                         Num(a.output_tokens_mean), Num(b.output_tokens_mean), X(out_x),
+                         Num(a.output_tokens_p99), Num(b.output_tokens_p99))));
+    h.evidence.push_back(
+        Line("concurrency", a.concurrency, b.concurrency, "count",
+             fmt::format("concurrent sequences (Little's law) {:.1f} -> {:.1f} ({})", a.concurrency,
+                         b.concurrency, X(conc_x))));
+    h.evidence.push_back(
+        Line("itl_p50_s", a.itl_p50_s, b.itl_p50_s, "s",
+             fmt::format("median ITL {} -> {}; preemptions per request {:.3f} -> {:.3f}",
+                         Secs(a.itl_p50_s), Secs(b.itl_p50_s), a.preemptions_per_request,
+                         b.preemptions_per_request)));
     if (!ev.has_spans) {
       h.runnable = false;
       h.not_run_reason = "needs output tokens and e2e time per request (spans)";

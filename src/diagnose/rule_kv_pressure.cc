@@ -4,7 +4,7 @@
 // cache cannot hold the running batch, vLLM preempts the newest request and
 // recomputes it later: preemptions per request and KV usage rise. Output lengths
 // up as well is decode_heavy.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {
@@ -40,22 +40,39 @@ class KvPressureRule final : public HypothesisRule {
     double kv = 0;
     if (std::isfinite(b.kv_usage)) kv = Ramp(b.kv_usage, 0.85, 0.97);
     h.confidence = std::max(preempt, 0.5 * kv * preempt) * hit_flat * (1 - 0.6 * out_up);
-    h.evidence.push_back(fmt::format("preemptions per request {:.3f} -> {:.3f}", pa, pb));
+    h.evidence.push_back(Line("preemptions_per_request", pa, pb, "count",
+                              fmt::format("preemptions per request {:.3f} -> {:.3f}", pa, pb)));
     if (std::isfinite(a.kv_usage) || std::isfinite(b.kv_usage)) {
       h.evidence.push_back(
-          fmt::format("mean KV-cache usage {} -> {}", Pct(a.kv_usage), Pct(b.kv_usage)));
+          Line("kv_usage", a.kv_usage, b.kv_usage, "fraction",
+               fmt::format("mean KV-cache usage {} -> {}", Pct(a.kv_usage), Pct(b.kv_usage))));
     }
-    h.evidence.push_back(fmt::format("hit rate {} -> {} (flat is expected for this cause)",
-                                     Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate)));
+    // Flat by the band the confidence uses (within 10 points).
+    const double hit_delta = b.prefix_cache_hit_rate - a.prefix_cache_hit_rate;
+    std::string hit_reads;
+    if (std::isfinite(hit_delta)) {
+      hit_reads = std::fabs(hit_delta) < 0.1
+                      ? " (flat, as this cause expects)"
+                      : fmt::format(" ({} by {:.0f} points; this cause expects it flat)",
+                                    hit_delta < 0 ? "down" : "up", std::fabs(hit_delta) * 100);
+    }
+    h.evidence.push_back(Line("prefix_cache_hit_rate", a.prefix_cache_hit_rate,
+                              b.prefix_cache_hit_rate, "fraction",
+                              fmt::format("hit rate {} -> {}{}", Pct1(a.prefix_cache_hit_rate),
+                                          Pct1(b.prefix_cache_hit_rate), hit_reads)));
     if (a.rejected_too_long > b.rejected_too_long) {
-      h.evidence.push_back(fmt::format(
-          "requests rejected as too long {} -> {}: max_model_len was raised, longer contexts now "
-          "admitted",
-          a.rejected_too_long, b.rejected_too_long));
+      h.evidence.push_back(Line("rejected_too_long", static_cast<double>(a.rejected_too_long),
+                                static_cast<double>(b.rejected_too_long), "count",
+                                fmt::format("requests rejected as too long {} -> {}: max_model_len "
+                                            "was raised, longer contexts now "
+                                            "admitted",
+                                            a.rejected_too_long, b.rejected_too_long)));
       h.confidence = std::min(1.0, h.confidence + 0.1 * (preempt > 0.2));
     }
-    h.evidence.push_back(fmt::format("output tokens mean {} -> {}", Num(a.output_tokens_mean),
-                                     Num(b.output_tokens_mean)));
+    h.evidence.push_back(Line("output_tokens_mean", a.output_tokens_mean, b.output_tokens_mean,
+                              "tokens",
+                              fmt::format("output tokens mean {} -> {}", Num(a.output_tokens_mean),
+                                          Num(b.output_tokens_mean))));
     return h;
   }
 };

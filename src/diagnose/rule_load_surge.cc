@@ -3,7 +3,7 @@
 // The request rate rose while everything per request stayed flat: prompt and
 // uncached tokens, output lengths, hit rate. The queue grows because utilisation
 // rose (rho / (1 - rho)), not because requests got heavier.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {
@@ -35,14 +35,17 @@ class LoadSurgeRule final : public HypothesisRule {
         1 - Ramp(std::fabs(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate), 0.05, 0.2);
     h.confidence =
         Ramp(rate_x, 1.1, 1.5) * Flat(uncached_x, 1.12) * Flat(output_x, 1.12) * hit_flat;
-    h.evidence.push_back(fmt::format("request rate {:.2f} -> {:.2f} rps ({})", a.request_rate_rps,
-                                     b.request_rate_rps, X(rate_x)));
-    h.evidence.push_back(fmt::format(
-        "per request: uncached tokens {} -> {} ({}), output tokens {} -> {} ({}), hit rate {} -> "
-        "{}",
-        Num(a.uncached_tokens_mean), Num(b.uncached_tokens_mean), X(uncached_x),
-        Num(a.output_tokens_mean), Num(b.output_tokens_mean), X(output_x),
-        Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate)));
+    h.evidence.push_back(Line("request_rate_rps", a.request_rate_rps, b.request_rate_rps, "rps",
+                              fmt::format("request rate {:.2f} -> {:.2f} rps ({})",
+                                          a.request_rate_rps, b.request_rate_rps, X(rate_x))));
+    h.evidence.push_back(
+        Line("uncached_tokens_mean", a.uncached_tokens_mean, b.uncached_tokens_mean, "tokens",
+             fmt::format("per request: uncached tokens {} -> {} ({}), output tokens {} -> {} ({}), "
+                         "hit rate {} -> "
+                         "{}",
+                         Num(a.uncached_tokens_mean), Num(b.uncached_tokens_mean), X(uncached_x),
+                         Num(a.output_tokens_mean), Num(b.output_tokens_mean), X(output_x),
+                         Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate))));
     return h;
   }
 };

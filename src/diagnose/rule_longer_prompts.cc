@@ -5,7 +5,7 @@
 // already there, prefill time per uncached token flat (the GPU is as fast), the
 // cached prefix intact (not a cache collapse) and no surge of preemptions (that is
 // kv_pressure).
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {
@@ -56,26 +56,44 @@ class LongerPromptsRule final : public HypothesisRule {
     h.confidence = growth * Flat(per_tok_x, 1.3) * (1 - collapse) *
                    (1 - 0.6 * Ramp(pb - pa, 0.01, 0.08)) * (admitted ? 0.5 : 1.0);
     if (admitted) {
-      h.evidence.push_back(fmt::format(
-          "requests rejected as too long {} -> {}: the longer prompts were rejected before",
-          a.rejected_too_long, b.rejected_too_long));
+      h.evidence.push_back(Line(
+          "rejected_too_long", static_cast<double>(a.rejected_too_long),
+          static_cast<double>(b.rejected_too_long), "count",
+          fmt::format(
+              "requests rejected as too long {} -> {}: the longer prompts were rejected before",
+              a.rejected_too_long, b.rejected_too_long)));
     }
     if (who != nullptr) {
-      h.evidence.push_back(fmt::format(
-          "tenant {}: prompt tokens p99 {} -> {}, mean {} -> {}; cached per request {} -> {}",
-          who->value, Num(who->before.prompt_tokens_p99), Num(who->after.prompt_tokens_p99),
-          Num(who->before.prompt_tokens_mean), Num(who->after.prompt_tokens_mean),
-          Num(who->before.cached_tokens_mean), Num(who->after.cached_tokens_mean)));
+      h.evidence.push_back(Line(
+          "prompt_tokens_p99", who->before.prompt_tokens_p99, who->after.prompt_tokens_p99,
+          "tokens",
+          fmt::format(
+              "tenant {}: prompt tokens p99 {} -> {}, mean {} -> {}; cached per request {} -> {}",
+              who->value, Num(who->before.prompt_tokens_p99), Num(who->after.prompt_tokens_p99),
+              Num(who->before.prompt_tokens_mean), Num(who->after.prompt_tokens_mean),
+              Num(who->before.cached_tokens_mean), Num(who->after.cached_tokens_mean))));
     }
-    h.evidence.push_back(fmt::format("fleet prompt tokens p99 {} -> {} ({})",
-                                     Num(a.prompt_tokens_p99), Num(b.prompt_tokens_p99),
-                                     X(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99))));
-    h.evidence.push_back(fmt::format(
-        "prefill time per 1k uncached tokens {} -> {} ({}): flat means the GPU is not slower",
-        Secs(a.prefill_s_per_1k_uncached), Secs(b.prefill_s_per_1k_uncached), X(per_tok_x)));
+    h.evidence.push_back(Line(
+        "prompt_tokens_p99", a.prompt_tokens_p99, b.prompt_tokens_p99, "tokens",
+        fmt::format("fleet prompt tokens p99 {} -> {} ({})", Num(a.prompt_tokens_p99),
+                    Num(b.prompt_tokens_p99), X(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99)))));
+    // Flat by the band the confidence uses (x1.3).
+    const char* per_tok = "";
+    switch (TrendOf(per_tok_x, 1.3)) {
+      case Trend::kFlat: per_tok = ": flat, the GPU is not slower"; break;
+      case Trend::kUp: per_tok = ": up, each token is slower too (not only longer prompts)"; break;
+      case Trend::kDown: per_tok = ": down, each token is faster"; break;
+      case Trend::kUnknown: break;
+    }
+    h.evidence.push_back(Line(
+        "prefill_s_per_1k_uncached", a.prefill_s_per_1k_uncached, b.prefill_s_per_1k_uncached, "s",
+        fmt::format("prefill time per 1k uncached tokens {} -> {} ({}){}",
+                    Secs(a.prefill_s_per_1k_uncached), Secs(b.prefill_s_per_1k_uncached),
+                    X(per_tok_x), per_tok)));
     if (!ev.has_spans) {
       h.confidence = Ramp(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99), 1.15, 1.6) * 0.7;
-      h.evidence.push_back("metrics only: fleet prompt-token histogram, no per-tenant split");
+      h.evidence.push_back(
+          Remark("metrics only: fleet prompt-token histogram, no per-tenant split"));
     }
     return h;
   }

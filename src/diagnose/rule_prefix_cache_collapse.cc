@@ -6,7 +6,7 @@
 // tenant: cached tokens per request fall (the ratio alone also falls when prompts
 // grow, so the rule reads the absolute cached tokens). A drop confined to one replica
 // is a cold replica (bad_replica), not a template.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {
@@ -65,36 +65,53 @@ class PrefixCacheCollapseRule final : public HypothesisRule {
       concentration = total > 0 ? Ramp(largest / total, 0.6, 0.9) : 0;
     }
     bool template_changed = false;
-    for (const std::string& c : ev.label_changes) {
-      if (c.rfind("template", 0) == 0) template_changed = true;
+    for (const LabelChange& c : ev.label_changes) {
+      if (c.dimension == "template") template_changed = true;
     }
     h.confidence = 0.9 * best_score * (1 - 0.8 * concentration) +
                    (template_changed && best_score > 0.2 ? 0.1 : 0);
     const WindowStats& a = ev.before;
     const WindowStats& b = ev.after;
     if (best != nullptr) {
-      h.evidence.push_back(fmt::format(
-          "tenant {}: hit rate {} -> {}; cached tokens per request {} -> {}; {} of the p99 "
-          "increase",
-          best->value, Pct1(best->before.prefix_cache_hit_rate),
-          Pct1(best->after.prefix_cache_hit_rate), Num(best->before.cached_tokens_mean),
-          Num(best->after.cached_tokens_mean), Pct(best->contribution)));
+      h.evidence.push_back(Line(
+          "cached_tokens_mean", best->before.cached_tokens_mean, best->after.cached_tokens_mean,
+          "tokens",
+          fmt::format(
+              "tenant {}: hit rate {} -> {}; cached tokens per request {} -> {}; {} of the p99 "
+              "increase",
+              best->value, Pct1(best->before.prefix_cache_hit_rate),
+              Pct1(best->after.prefix_cache_hit_rate), Num(best->before.cached_tokens_mean),
+              Num(best->after.cached_tokens_mean), Pct(best->contribution))));
     }
-    h.evidence.push_back(fmt::format("fleet hit rate {} -> {}; p99 queue time {} -> {} ({})",
-                                     Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate),
-                                     Secs(a.queue_s.p99), Secs(b.queue_s.p99),
-                                     X(Ratio(a.queue_s.p99, b.queue_s.p99))));
-    h.evidence.push_back(fmt::format("prompt tokens p99 {} -> {} ({}): the prompts did not grow",
-                                     Num(a.prompt_tokens_p99), Num(b.prompt_tokens_p99),
-                                     X(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99))));
+    h.evidence.push_back(
+        Line("prefix_cache_hit_rate", a.prefix_cache_hit_rate, b.prefix_cache_hit_rate, "fraction",
+             fmt::format("fleet hit rate {} -> {}; p99 queue time {} -> {} ({})",
+                         Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate),
+                         Secs(a.queue_s.p99), Secs(b.queue_s.p99),
+                         X(Ratio(a.queue_s.p99, b.queue_s.p99)))));
+    // Whether the prompts grew: the hit rate also falls when prompts grow around an
+    // intact prefix (the cached tokens per request above tell the two apart).
+    const double prompt_x = Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99);
+    const char* prompts = "";
+    switch (TrendOf(prompt_x, 1.15)) {
+      case Trend::kFlat: prompts = ": the prompts did not grow"; break;
+      case Trend::kUp: prompts = ": the prompts grew as well"; break;
+      case Trend::kDown: prompts = ": the prompts got shorter"; break;
+      case Trend::kUnknown: break;
+    }
+    h.evidence.push_back(
+        Line("prompt_tokens_p99", a.prompt_tokens_p99, b.prompt_tokens_p99, "tokens",
+             fmt::format("prompt tokens p99 {} -> {} ({}){}", Num(a.prompt_tokens_p99),
+                         Num(b.prompt_tokens_p99), X(prompt_x), prompts)));
     if (concentration > 0) {
-      h.evidence.push_back("the lost cache hits are concentrated on one replica (a cold replica?)");
+      h.evidence.push_back(
+          Remark("the lost cache hits are concentrated on one replica (a cold replica?)"));
     }
-    for (const std::string& c : ev.label_changes) {
-      if (c.rfind("template", 0) == 0) h.evidence.push_back(c);
+    for (const LabelChange& c : ev.label_changes) {
+      if (c.dimension == "template") h.evidence.push_back(ChangeLine(c));
     }
     if (!ev.has_spans) {
-      h.evidence.push_back("metrics only: fleet-level hit rate, no per-tenant split");
+      h.evidence.push_back(Remark("metrics only: fleet-level hit rate, no per-tenant split"));
       h.confidence = Ramp(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate, 0.05, 0.3) *
                      Ramp(Ratio(a.queue_s.p99, b.queue_s.p99), 1.2, 3);
     }

@@ -5,7 +5,7 @@
 // counts and the per-replica hit rate in that region against the others." The
 // region holding most of the tail increase, spread over its replicas (not one
 // replica), or with fewer replicas than before.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {
@@ -32,7 +32,7 @@ class RegionCapacityRule final : public HypothesisRule {
     h.owners = "serving team (capacity and routing)";
     const GroupSplit* reg = ev.Split("region");
     if (reg == nullptr || reg->rows.size() < 2) {
-      h.evidence.push_back("one region only: nothing to compare");
+      h.evidence.push_back(Remark("one region only: nothing to compare"));
       if (!ev.has_spans) {
         h.runnable = false;
         h.not_run_reason = "needs per-region data (spans, or metrics with a region label)";
@@ -76,16 +76,22 @@ class RegionCapacityRule final : public HypothesisRule {
         Flat(Ratio(top.before.uncached_tokens_mean, top.after.uncached_tokens_mean), 1.2);
     h.confidence = Ramp(top.contribution, 0.5, 0.85) * Ramp(divergence, 1.3, 2.5) * same_work *
                    std::max(lost, std::max(sku, warm) * Ramp(breadth, 0.4, 0.8));
-    h.evidence.push_back(fmt::format(
-        "region {}: p99 TTFT {} -> {} ({} the other regions' change), {} of the p99 increase",
-        top.value, Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99), X(divergence),
-        Pct(top.contribution)));
-    h.evidence.push_back(fmt::format("region {}: replicas {} -> {}; {} of {} replicas slower",
-                                     top.value, top.before.replicas, top.after.replicas, slow,
-                                     in_region));
-    h.evidence.push_back(fmt::format("region {}: hit rate {} -> {}", top.value,
-                                     Pct1(top.before.prefix_cache_hit_rate),
-                                     Pct1(top.after.prefix_cache_hit_rate)));
+    h.evidence.push_back(Line(
+        "ttft_p99_s", top.before.ttft_s.p99, top.after.ttft_s.p99, "s",
+        fmt::format(
+            "region {}: p99 TTFT {} -> {} ({} the other regions' change), {} of the p99 increase",
+            top.value, Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99), X(divergence),
+            Pct(top.contribution))));
+    h.evidence.push_back(
+        Line("replicas", static_cast<double>(top.before.replicas),
+             static_cast<double>(top.after.replicas), "count",
+             fmt::format("region {}: replicas {} -> {}; {} of {} replicas slower", top.value,
+                         top.before.replicas, top.after.replicas, slow, in_region)));
+    h.evidence.push_back(Line("prefix_cache_hit_rate", top.before.prefix_cache_hit_rate,
+                              top.after.prefix_cache_hit_rate, "fraction",
+                              fmt::format("region {}: hit rate {} -> {}", top.value,
+                                          Pct1(top.before.prefix_cache_hit_rate),
+                                          Pct1(top.after.prefix_cache_hit_rate))));
     // The splitting metric: replica counts by region, and per-replica hit rate in each
     // region (a drained replica shows as gone).
     std::string counts;
@@ -93,7 +99,7 @@ class RegionCapacityRule final : public HypothesisRule {
       counts += fmt::format("{}{} {} -> {}", counts.empty() ? "" : "; ", r.value, r.before.replicas,
                             r.after.replicas);
     }
-    h.evidence.push_back("replicas by region (before -> after): " + counts);
+    h.evidence.push_back(Remark("replicas by region (before -> after): " + counts));
     if (const GroupSplit* rep = ev.Split("replica")) {
       for (const GroupRow& g : reg->rows) {
         std::string per;
@@ -106,7 +112,7 @@ class RegionCapacityRule final : public HypothesisRule {
                                    Pct1(r.after.prefix_cache_hit_rate));
         }
         if (!per.empty()) {
-          h.evidence.push_back(fmt::format("per-replica hit rate in {}: {}", g.value, per));
+          h.evidence.push_back(Remark(fmt::format("per-replica hit rate in {}: {}", g.value, per)));
         }
       }
     }

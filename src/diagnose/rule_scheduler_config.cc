@@ -6,7 +6,9 @@
 // inter-token gap jumps while the median ITL does not (a whole prefill ran in one
 // step); (b) a smaller token budget: prefill time per uncached token up while the
 // decode ITL is flat or down -- the GPU is not slower, the schedule is.
-#include "diagnose/rule_util.h"
+#include <fmt/ranges.h>
+
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {
@@ -46,8 +48,8 @@ class SchedulerConfigRule final : public HypothesisRule {
                                Flat(Ratio(a.output_tokens_mean, b.output_tokens_mean), 1.2);
     const double queued = Ramp(Ratio(a.ttft_s.p99, b.ttft_s.p99), 1.1, 1.5);
     bool deploy_changed = false;
-    for (const std::string& c : ev.label_changes) {
-      if (c.rfind("deploy", 0) == 0) deploy_changed = true;
+    for (const LabelChange& c : ev.label_changes) {
+      if (c.dimension == "deploy") deploy_changed = true;
     }
     // A config deploy reaches every replica: the stalls must not sit on one replica.
     int n = 0, stalled = 0;
@@ -65,18 +67,44 @@ class SchedulerConfigRule final : public HypothesisRule {
     const double core = std::max(stalls, budget) * hit_flat * prompt_flat * queued * breadth;
     h.confidence = 0.9 * core + (deploy_changed && core > 0.2 ? 0.1 : 0);
     h.evidence.push_back(
-        fmt::format("p99 of per-request max ITL {} -> {} ({}) while median ITL {} -> {} ({})",
-                    Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s), X(stall_x), Secs(a.itl_p50_s),
-                    Secs(b.itl_p50_s), X(itl_x)));
-    h.evidence.push_back(fmt::format("prefill time per 1k uncached tokens {} -> {} ({})",
-                                     Secs(a.prefill_s_per_1k_uncached),
-                                     Secs(b.prefill_s_per_1k_uncached), X(per_tok_x)));
+        Line("itl_max_p99_s", a.itl_max_p99_s, b.itl_max_p99_s, "s",
+             fmt::format("p99 of per-request max ITL {} -> {} ({}) while median ITL {} -> {} ({})",
+                         Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s), X(stall_x),
+                         Secs(a.itl_p50_s), Secs(b.itl_p50_s), X(itl_x))));
+    h.evidence.push_back(Line("prefill_s_per_1k_uncached", a.prefill_s_per_1k_uncached,
+                              b.prefill_s_per_1k_uncached, "s",
+                              fmt::format("prefill time per 1k uncached tokens {} -> {} ({})",
+                                          Secs(a.prefill_s_per_1k_uncached),
+                                          Secs(b.prefill_s_per_1k_uncached), X(per_tok_x))));
+    // Whether the work per request changed, by the bands the confidence uses (hit rate
+    // within 5 points, prompt p99 within x1.15).
+    std::vector<std::string> moved;
+    bool known = true;
+    const double hit_delta = b.prefix_cache_hit_rate - a.prefix_cache_hit_rate;
+    if (!std::isfinite(hit_delta)) {
+      known = false;
+    } else if (std::fabs(hit_delta) >= 0.05) {
+      moved.push_back(hit_delta < 0 ? "the hit rate fell" : "the hit rate rose");
+    }
+    switch (TrendOf(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99), 1.15)) {
+      case Trend::kUp: moved.push_back("the prompts grew"); break;
+      case Trend::kDown: moved.push_back("the prompts got shorter"); break;
+      case Trend::kUnknown: known = false; break;
+      case Trend::kFlat: break;
+    }
+    std::string work;
+    if (!moved.empty()) {
+      work = fmt::format(": the work per request changed ({})", fmt::join(moved, ", "));
+    } else if (known) {
+      work = ": the work per request did not change";
+    }
     h.evidence.push_back(
-        fmt::format("hit rate {} -> {}, prompt p99 {} -> {}: the work per request did not change",
-                    Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate),
-                    Num(a.prompt_tokens_p99), Num(b.prompt_tokens_p99)));
-    for (const std::string& c : ev.label_changes) {
-      if (c.rfind("deploy", 0) == 0) h.evidence.push_back(c);
+        Line("prompt_tokens_p99", a.prompt_tokens_p99, b.prompt_tokens_p99, "tokens",
+             fmt::format("hit rate {} -> {}, prompt p99 {} -> {}{}", Pct1(a.prefix_cache_hit_rate),
+                         Pct1(b.prefix_cache_hit_rate), Num(a.prompt_tokens_p99),
+                         Num(b.prompt_tokens_p99), work)));
+    for (const LabelChange& c : ev.label_changes) {
+      if (c.dimension == "deploy") h.evidence.push_back(ChangeLine(c));
     }
     if (!ev.has_spans) {
       h.runnable = false;

@@ -6,7 +6,7 @@
 // whose share of requests rose and whose uncached tokens per request are well above
 // the fleet's baseline, so the fleet's work per request rose while each tenant's
 // own requests stayed the same.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
 namespace {
@@ -29,11 +29,13 @@ class TrafficMixRule final : public HypothesisRule {
         "Per-tenant dashboards of share, prompt-length p99 and hit rate; admission quotas per "
         "tenant; onboarding review for new high-volume clients";
     h.owners = "serving team (quotas, isolation) with the app owner of the tenant";
+    // With no change to undo, shedding the top tenant's load is the mitigation.
+    h.shed_load_of = "tenant";
     const GroupSplit* ten = ev.Split("tenant");
     const WindowStats& a = ev.before;
     const WindowStats& b = ev.after;
     if (ten == nullptr || ten->rows.size() < 2) {
-      h.evidence.push_back("one tenant only: no mix to shift");
+      h.evidence.push_back(Remark("one tenant only: no mix to shift"));
       if (!ev.has_spans) {
         h.runnable = false;
         h.not_run_reason = "needs per-tenant data (spans)";
@@ -56,13 +58,15 @@ class TrafficMixRule final : public HypothesisRule {
     h.confidence = best * (0.5 + 0.5 * fleet_work) *
                    (who != nullptr ? 0.8 + 0.2 * Ramp(who->contribution, 0.2, 0.6) : 1);
     if (who != nullptr) {
-      h.evidence.push_back(fmt::format(
-          "tenant {}: share of requests {} -> {}; uncached tokens per request {} (fleet baseline "
-          "{}); prompt p99 {}; hit rate {}; {} of the p99 increase",
-          who->value, Pct(who->share_before), Pct(who->share_after),
-          Num(who->after.uncached_tokens_mean), Num(fleet_uncached),
-          Num(who->after.prompt_tokens_p99), Pct1(who->after.prefix_cache_hit_rate),
-          Pct(who->contribution)));
+      h.evidence.push_back(
+          Line("share_of_requests", who->share_before, who->share_after, "fraction",
+               fmt::format("tenant {}: share of requests {} -> {}; uncached tokens per request {} "
+                           "(fleet baseline "
+                           "{}); prompt p99 {}; hit rate {}; {} of the p99 increase",
+                           who->value, Pct(who->share_before), Pct(who->share_after),
+                           Num(who->after.uncached_tokens_mean), Num(fleet_uncached),
+                           Num(who->after.prompt_tokens_p99),
+                           Pct1(who->after.prefix_cache_hit_rate), Pct(who->contribution))));
     }
     // The splitting metric itself: per-tenant prompt p99 and hit rate, before -> after,
     // for the tenants holding most of the tail increase.
@@ -76,12 +80,15 @@ class TrafficMixRule final : public HypothesisRule {
                       Pct1(r.before.prefix_cache_hit_rate), Pct1(r.after.prefix_cache_hit_rate));
       ++listed;
     }
-    h.evidence.push_back("per-tenant prompt p99 and hit rate (before -> after): " + per_tenant);
-    h.evidence.push_back(fmt::format("fleet uncached tokens per request {} -> {} ({})",
-                                     Num(a.uncached_tokens_mean), Num(b.uncached_tokens_mean),
-                                     X(Ratio(a.uncached_tokens_mean, b.uncached_tokens_mean))));
-    for (const std::string& c : ev.label_changes) {
-      if (c.rfind("tenant", 0) == 0) h.evidence.push_back(c);
+    h.evidence.push_back(
+        Remark("per-tenant prompt p99 and hit rate (before -> after): " + per_tenant));
+    h.evidence.push_back(
+        Line("uncached_tokens_mean", a.uncached_tokens_mean, b.uncached_tokens_mean, "tokens",
+             fmt::format("fleet uncached tokens per request {} -> {} ({})",
+                         Num(a.uncached_tokens_mean), Num(b.uncached_tokens_mean),
+                         X(Ratio(a.uncached_tokens_mean, b.uncached_tokens_mean)))));
+    for (const LabelChange& c : ev.label_changes) {
+      if (c.dimension == "tenant") h.evidence.push_back(ChangeLine(c));
     }
     return h;
   }

@@ -1,6 +1,6 @@
 // The registry of hypothesis rules: one line per cause (ttft/diagnose.h). Adding a
 // cause is one rule_*.cc file and one line here.
-#include "diagnose/rule_util.h"
+#include "diagnose/rule_helpers.h"
 
 namespace ttft {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "diagnose/rule_util.h"
+#include "diagnose/gather.h"
 #include "ttft/diagnose.h"
 #include "ttft/stats.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "diagnose/rule_util.h"
+#include "ttft/format.h"
 #include "ttft/report.h"
 
 namespace ttft {
@@ -30,8 +30,8 @@ std::string HtmlEscape(std::string_view s) {
 
 namespace {
 
-using diag::Pct;
-using diag::Secs;
+using numfmt::Pct;
+using numfmt::Secs;
 
 struct Line {
   std::string name;

@@ -89,6 +89,40 @@ TEST(Report, JsonHasTheDocumentedKeysAndRanksTheCause) {
 
 // Too few requests for a p99 (issue 4, "Bad input"): the verdict carries the counts
 // and no format presents a ranked cause, a confidence or a group's share as an answer.
+// The structured evidence, contributions, label changes and actions of a hand-built
+// report, as every renderer states them.
+TEST(Report, RendersTheStructuredModelInEveryFormat) {
+  DiagnosisReport r;
+  r.verdict = Verdict::kRegression;
+  Hypothesis h;
+  h.id = "prefix_cache_collapse";
+  h.confidence = 0.9;
+  h.evidence.push_back({"prompt_tokens_p99", 4000, 4100, "tokens", "prompt p99 4000 -> 4100"});
+  r.hypotheses.push_back(h);
+  r.contributions.push_back({"tenant", "acme", 0.81, 0.03, 0.42, 2.1, 0.25, 0.92});
+  r.label_changes.push_back({"template", "app@v2", LabelChange::Kind::kNew, 0.25});
+  r.label_changes.push_back({"deploy", "d1", LabelChange::Kind::kGone, 1.0});
+  r.actions.push_back({"mitigate", "Roll back app@v2", "app team", ActionSubject::kLabelChange,
+                       "template", "app@v2"});
+  const std::string contribution =
+      "tenant acme: hit rate 81% to 3%, p99 TTFT 420 ms to 2.10 s, 25% of the requests, 92% of "
+      "the p99 increase";
+  const std::string added = "template app@v2: new in the incident (25% of requests)";
+  const std::string gone = "deploy d1: gone in the incident (was 100%)";
+  for (const std::string& out : {RenderText(r, false), RenderMarkdown(r)}) {
+    EXPECT_NE(out.find("prompt p99 4000 -> 4100"), std::string::npos) << out;
+    EXPECT_NE(out.find(contribution), std::string::npos) << out;
+    EXPECT_NE(out.find(added), std::string::npos) << out;
+    EXPECT_NE(out.find(gone), std::string::npos) << out;
+    EXPECT_NE(out.find("Roll back app@v2"), std::string::npos) << out;
+  }
+  const nlohmann::json j = ReportJson(r);
+  EXPECT_EQ(j["hypotheses"][0]["evidence"], nlohmann::json::array({"prompt p99 4000 -> 4100"}));
+  EXPECT_EQ(j["contributions"], nlohmann::json::array({contribution}));
+  EXPECT_EQ(j["label_changes"], nlohmann::json::array({added, gone}));
+  EXPECT_EQ(j["actions"][0]["text"], "Roll back app@v2");
+}
+
 TEST(Report, InsufficientDataRanksNoHypothesisInAnyFormat) {
   SpanTable t;
   MakeReport(t);  // 2,000 spans per window; the windows below hold 50 each
