@@ -20,6 +20,7 @@ Runner RegisterCost(CLI::App& app);
 Runner RegisterStats(CLI::App& app);
 Runner RegisterDiagnose(CLI::App& app);
 Runner RegisterValidate(CLI::App& app);
+Runner RegisterTokenize(CLI::App& app);
 
 // True when standard error is a terminal (progress and colour go there only then).
 bool StderrIsTty();
