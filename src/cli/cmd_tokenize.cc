@@ -74,9 +74,8 @@ Runner RegisterTokenize(CLI::App& app) {
       std::cout << count << "\n";
       if (tok.approximate()) {
         std::fprintf(stderr,
-                     "ttft tokenize: approximate count (no --tokenizer): Llama 3 pre-tokens, "
-                     "1 token per %d bytes of each (docs/tokenizer.md)\n",
-                     kApproxBytesPerToken);
+                     "ttft tokenize: approximate count (no --tokenizer): from Llama 3 "
+                     "pre-tokens and their bytes (docs/tokenizer.md)\n");
       }
     } else {
       fmt::memory_buffer out;

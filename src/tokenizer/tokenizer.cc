@@ -151,7 +151,8 @@ class Regex {
                                                       std::string_view field) {
     int err = 0;
     PCRE2_SIZE err_off = 0;
-    uint32_t opts = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+    // PCRE2_LITERAL admits UTF but not UCP (pcre2_compile(3)).
+    uint32_t opts = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                      opts, &err, &err_off, nullptr);
     if (code == nullptr) {
@@ -411,8 +412,10 @@ struct Sink {
   }
 };
 
-// BPE of one pre-token (raw bytes); `base` is its offset in the input text.
-Status Bpe(const Impl& t, std::string_view word, size_t base, Scratch& s, Sink& out) {
+// BPE of one pre-token (raw bytes); `base` is its offset in the input text (offsets in
+// messages are base + msg_shift).
+Status Bpe(const Impl& t, std::string_view word, size_t base, Scratch& s, Sink& out,
+           int64_t msg_shift = 0) {
   if (word.empty()) return Status::Ok();
   if (t.ignore_merges || word.size() == 1) {
     auto it = t.bytes_to_id.find(AV(word));
@@ -431,7 +434,7 @@ Status Bpe(const Impl& t, std::string_view word, size_t base, Scratch& s, Sink& 
         return Status::Invalid(fmt::format(
             "byte 0x{:02X} at offset {} has no token in model.vocab and model.unk_token is not "
             "set",
-            b, base + i));
+            b, static_cast<int64_t>(base + i) + msg_shift));
       }
       id = t.unk_id;
       if (t.fuse_unk && !syms.empty() && syms.back().id == t.unk_id) {
@@ -480,11 +483,17 @@ Status Bpe(const Impl& t, std::string_view word, size_t base, Scratch& s, Sink& 
   return Status::Ok();
 }
 
-// The approximation's pseudo-tokens for one pre-token (see kApproxBytesPerToken).
+// The approximation's pseudo-tokens for one pre-token (see kApproxAsciiWordBytes).
 void ApproxPieces(std::string_view word, size_t base, Sink& out) {
   const size_t n = word.size();
   if (n == 0) return;
-  const size_t k = std::max<size_t>(1, (n + kApproxBytesPerToken - 1) / kApproxBytesPerToken);
+  const bool ascii =
+      std::all_of(word.begin(), word.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; });
+  const size_t k = ascii ? (n <= kApproxAsciiWordBytes
+                                ? 1
+                                : (n + kApproxAsciiBytesPerToken - 1) / kApproxAsciiBytesPerToken)
+                         : std::max<size_t>(1, (2 * n + kApproxNonAsciiBytesPerTokenX2 - 1) /
+                                                   kApproxNonAsciiBytesPerTokenX2);
   size_t last = 0;
   out.Emit(-1, base);
   for (size_t j = 1; j < k; ++j) {
@@ -558,7 +567,7 @@ Status EncodeStretch(const Impl& t, std::string_view stretch, size_t base, Scrat
     std::vector<int32_t> ids;
     std::vector<uint32_t> offs;
     Sink side{&ids, &offs};
-    TTFT_RETURN_IF_ERROR(Bpe(t, word, pb, s, side));
+    TTFT_RETURN_IF_ERROR(Bpe(t, word, pb, s, side, static_cast<int64_t>(base) - 1));
     for (size_t i = 0; i < ids.size(); ++i) out.Emit(ids[i], origin(offs[i]));
   }
   return Status::Ok();

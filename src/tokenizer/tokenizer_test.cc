@@ -208,8 +208,21 @@ TEST(Tokenizer, Gpt2ByteLevelWithPrefixSpace) {
   EXPECT_EQ(Ids(*t, "12345").size(), 6u);  // Ġ + five digits (no digit merges)
 }
 
-// Pre-token boundaries, observed through the approximation (pre-tokens of at most 4
-// bytes are one pseudo-token each).
+TEST(Tokenizer, SplitOnLiteralStringRemoved) {
+  auto t = Tokenizer::FromJson(
+      SmallTokenizerJson(false, false,
+                         R"({"type": "Sequence", "pretokenizers": [
+                               {"type": "Split", "pattern": {"String": " "},
+                                "behavior": "Removed", "invert": false},
+                               {"type": "ByteLevel", "use_regex": false}]})"),
+      "literal.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  // The spaces are removed; "he", "ll", "o" stay apart (no "hello").
+  EXPECT_THAT(Ids(*t, "he ll  o"), ElementsAre(42, 43, 14));
+}
+
+// Pre-token boundaries, observed through the approximation (ASCII pre-tokens of at most
+// 7 bytes are one pseudo-token each).
 std::vector<uint32_t> ApproxOffsets(std::string_view text) {
   auto enc = Tokenizer::Approximate().EncodeWithOffsets(text);
   EXPECT_TRUE(enc.ok());
@@ -235,8 +248,10 @@ TEST(Tokenizer, Approximation) {
   EXPECT_EQ(t.vocab_size(), 0);
   auto enc = t.EncodeWithOffsets("The internationalization of 東京都庁");
   ASSERT_TRUE(enc.ok());
-  // "The", " internationalization" (21 bytes: 6), " of", " 東京都庁" (13 bytes: 4).
-  EXPECT_EQ(enc->ids.size(), 1u + 6u + 1u + 4u);
+  // "The", " internationalization" (21 ASCII bytes: ceil(21 / 6) = 4), " of",
+  // " 東京都庁" (13 bytes, not ASCII: ceil(13 / 3.5) = 4).
+  EXPECT_EQ(enc->ids.size(), 1u + 4u + 1u + 4u);
+  EXPECT_THAT(enc->byte_offsets, ElementsAre(0, 3, 8, 13, 18, 24, 27, 31, 34, 37));
   for (int32_t id : enc->ids) EXPECT_EQ(id, -1);
   for (uint32_t off : enc->byte_offsets) {
     EXPECT_NE(static_cast<uint8_t>("The internationalization of 東京都庁"[off]) & 0xC0, 0x80u);
@@ -244,7 +259,7 @@ TEST(Tokenizer, Approximation) {
   EXPECT_TRUE(std::is_sorted(enc->byte_offsets.begin(), enc->byte_offsets.end()));
   auto n = t.Count("The internationalization of 東京都庁");
   ASSERT_TRUE(n.ok());
-  EXPECT_EQ(*n, 12);
+  EXPECT_EQ(*n, 10);
   EXPECT_FALSE(t.Decode(enc->ids).ok());
 }
 
@@ -373,7 +388,8 @@ std::vector<std::string> DifferentialCorpus() {
       "العربية لغة جميلة، وهي من أكثر اللغات انتشاراً في العالم.",
       "हिन्दी भारत की राजभाषा है। नमस्ते दुनिया!",
       "Ελληνικά: Γειά σου Κόσμε. עברית: שלום עולם. ไทย: สวัสดีชาวโลก",
-      "Emoji: 🦙🦙 👍🏽 👨‍👩‍👧‍👦 🇫🇷🇯🇵 ❤️ 😀😃😄 🤖✨ ☕ "
+      "Emoji: 🦙🦙 👍🏽 👨‍👩‍👧‍👦 🇫🇷🇯🇵 ❤️ 😀😃😄 🤖✨ "
+      "☕ "
       "🏳️‍🌈",
       "🦙Ꙋ",
       "Ꙋ🦙",
