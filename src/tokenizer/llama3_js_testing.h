@@ -104,7 +104,8 @@ inline std::string InstallLlama3Js(const std::string& dir, int timeout_s = 180) 
 }
 
 // The node side: `node ref.mjs convert OUT.json`, `encode IN.json OUT.json`,
-// `bench TEXT.txt` (prints {"seconds": wall s of one encode after a warm-up, "tokens": n}).
+// `bench TEXT.txt` (prints {"seconds", "cpu_seconds": wall and CPU s (the process, GC
+// threads included) of one encode after a warm-up, "tokens": n}).
 inline constexpr const char* kLlama3JsScript = R"JS(
 import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -166,9 +167,11 @@ if (mode === 'convert') {
   const text = fs.readFileSync(a, 'utf8');
   tok.encode(text.slice(0, 100000), { bos: false, eos: false });
   const t0 = process.hrtime.bigint();
+  const c0 = process.cpuUsage();
   const n = tok.encode(text, { bos: false, eos: false }).length;
+  const c = process.cpuUsage(c0);
   const s = Number(process.hrtime.bigint() - t0) / 1e9;
-  console.log(JSON.stringify({ seconds: s, tokens: n }));
+  console.log(JSON.stringify({ seconds: s, cpu_seconds: (c.user + c.system) / 1e6, tokens: n }));
 } else {
   throw new Error('mode: convert, encode or bench');
 }
