@@ -25,6 +25,8 @@
 #ifndef TTFT_TOKENIZER_LLAMA3_JS_TESTING_H_
 #define TTFT_TOKENIZER_LLAMA3_JS_TESTING_H_
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,6 +62,31 @@ inline std::string ExecutableDir() {
   return ec ? std::string(".") : p.parent_path().string();
 }
 
+// Holds an exclusive flock on DIR/.lock while alive: test processes that ctest runs in
+// parallel install and convert one at a time.
+class DirLock {
+ public:
+  explicit DirLock(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    fd_ = open((dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0) flock(fd_, LOCK_EX);
+  }
+  ~DirLock() {
+    if (fd_ >= 0) close(fd_);  // releases the lock
+  }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// A name unique to this process inside `dir`.
+inline std::string ScratchName(const std::string& dir, const std::string& stem) {
+  return dir + "/" + stem + "." + std::to_string(getpid());
+}
+
 inline std::string ShellQuote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
@@ -85,6 +112,7 @@ inline std::string Llama3JsBundle(const std::string& dir) {
 
 // Installs the package into `dir` unless present. Returns "" or why it could not.
 inline std::string InstallLlama3Js(const std::string& dir, int timeout_s = 180) {
+  DirLock lock(dir);
   if (std::filesystem::exists(Llama3JsBundle(dir))) return "";
   const std::string npm = FindOnPath("npm");
   if (npm.empty()) return "npm not found on PATH";
@@ -178,16 +206,21 @@ if (mode === 'convert') {
 )JS";
 
 inline std::string NodeCommand(const std::string& dir, const std::string& args) {
+  // Written under a unique name and renamed: a reader never sees a partial script.
   const std::string script = dir + "/llama3_js_ref.mjs";
-  std::ofstream(script) << kLlama3JsScript;
+  const std::string tmp = ScratchName(dir, "llama3_js_ref.mjs");
+  std::ofstream(tmp) << kLlama3JsScript;
+  std::error_code ec;
+  std::filesystem::rename(tmp, script, ec);
   return "env LLAMA3_JS_BUNDLE=" + ShellQuote(Llama3JsBundle(dir)) + " " +
          ShellQuote(FindOnPath("node")) + " " + ShellQuote(script) + " " + args;
 }
 
 // Writes the package's vocabulary and merges as a tokenizer.json at `out`.
 inline std::string WriteLlama3TokenizerJson(const std::string& dir, const std::string& out) {
+  DirLock lock(dir);
   if (std::filesystem::exists(out)) return "";
-  const std::string tmp = out + ".tmp";
+  const std::string tmp = ScratchName(dir, "tokenizer.json");
   const int rc = RunShell("timeout 120 " + NodeCommand(dir, "convert " + ShellQuote(tmp)) + " 2> " +
                           ShellQuote(dir + "/convert.log"));
   if (rc != 0)
@@ -199,15 +232,21 @@ inline std::string WriteLlama3TokenizerJson(const std::string& dir, const std::s
 // The package's ids for each text ({bos: false, eos: false}).
 inline std::string EncodeWithLlama3Js(const std::string& dir, const std::vector<std::string>& texts,
                                       std::vector<std::vector<int32_t>>* ids) {
-  const std::string in = dir + "/corpus.json", out = dir + "/corpus_ids.json";
+  const std::string in = ScratchName(dir, "corpus.json"), out = ScratchName(dir, "corpus_ids.json");
   std::ofstream(in) << nlohmann::json(texts).dump();
   const int rc = RunShell("timeout 300 " +
                           NodeCommand(dir, "encode " + ShellQuote(in) + " " + ShellQuote(out)) +
                           " 2> " + ShellQuote(dir + "/encode.log"));
   if (rc != 0)
     return "node encode failed (exit " + std::to_string(rc) + "), see " + dir + "/encode.log";
-  std::ifstream f(out);
-  auto j = nlohmann::json::parse(f, nullptr, false);
+  nlohmann::json j;
+  {
+    std::ifstream f(out);
+    j = nlohmann::json::parse(f, nullptr, false);
+  }
+  std::error_code ec;
+  std::filesystem::remove(in, ec);
+  std::filesystem::remove(out, ec);
   if (j.is_discarded() || !j.is_array() || j.size() != texts.size())
     return "node output unreadable";
   ids->clear();
