@@ -17,8 +17,9 @@
 //     "Removed", invert false} and ByteLevel {use_regex: false} (the Llama 3 form).
 //     add_prefix_space is honoured.
 //   * normalizer: null. added_tokens: id, content, special, lstrip, rstrip,
-//     single_word false. post_processor and decoder are read only for validity:
-//     Encode adds no BOS/EOS (Hugging Face's add_special_tokens=False).
+//     single_word false. post_processor, decoder, truncation and padding are not
+//     used: Encode adds no BOS/EOS (Hugging Face's add_special_tokens=False) and never
+//     truncates or pads.
 //
 // Encoding (huggingface/tokenizers tokenizer/mod.rs `encode`, added_vocabulary.rs,
 // models/bpe/model.rs):

@@ -60,7 +60,7 @@ std::string SmallTokenizerJson(bool pairs, bool ignore_merges,
     if (pairs) {
       m.push_back({a, b});
     } else {
-      m.push_back(a + " " + b);
+      m.push_back(std::string(a).append(" ").append(b));
     }
   }
   nlohmann::json j = {
@@ -178,8 +178,8 @@ TEST(Tokenizer, OffsetsAndDecode) {
 
 TEST(Tokenizer, InvalidUtf8IsAnErrorWithItsOffset) {
   Tokenizer t = Small();
-  for (std::string bad : {std::string("ab\xff"), std::string("ab\xc3"),
-                          std::string("ab\xed\xa0\x80"), std::string("ab\xc0\xaf")}) {
+  for (const std::string& bad : {std::string("ab\xff"), std::string("ab\xc3"),
+                                 std::string("ab\xed\xa0\x80"), std::string("ab\xc0\xaf")}) {
     auto r = t.Encode(bad);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
@@ -209,13 +209,12 @@ TEST(Tokenizer, Gpt2ByteLevelWithPrefixSpace) {
 }
 
 TEST(Tokenizer, SplitOnLiteralStringRemoved) {
-  auto t = Tokenizer::FromJson(
-      SmallTokenizerJson(false, false,
-                         R"({"type": "Sequence", "pretokenizers": [
+  auto t = Tokenizer::FromJson(SmallTokenizerJson(false, false,
+                                                  R"({"type": "Sequence", "pretokenizers": [
                                {"type": "Split", "pattern": {"String": " "},
                                 "behavior": "Removed", "invert": false},
                                {"type": "ByteLevel", "use_regex": false}]})"),
-      "literal.json");
+                               "literal.json");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   // The spaces are removed; "he", "ll", "o" stay apart (no "hello").
   EXPECT_THAT(Ids(*t, "he ll  o"), ElementsAre(42, 43, 14));
@@ -359,6 +358,8 @@ TEST(TokenizerJson, UnkAndFuseUnk) {
 // (U+0085, U+FEFF, U+180E, U+017F and U+212A are left out: there JavaScript's \s or its
 // rewritten (?i:) differ from the reference regex engines; docs/tokenizer.md.)
 std::vector<std::string> DifferentialCorpus() {
+  // Long texts are written as concatenated literals on purpose.
+  // NOLINTBEGIN(bugprone-suspicious-missing-comma)
   std::vector<std::string> c = {
       "Hello world",
       "This is a test sentence.",
@@ -388,7 +389,8 @@ std::vector<std::string> DifferentialCorpus() {
       "العربية لغة جميلة، وهي من أكثر اللغات انتشاراً في العالم.",
       "हिन्दी भारत की राजभाषा है। नमस्ते दुनिया!",
       "Ελληνικά: Γειά σου Κόσμε. עברית: שלום עולם. ไทย: สวัสดีชาวโลก",
-      "Emoji: 🦙🦙 👍🏽 👨‍👩‍👧‍👦 🇫🇷🇯🇵 ❤️ 😀😃😄 🤖✨ "
+      "Emoji: 🦙🦙 👍🏽 👨‍👩‍👧‍👦 🇫🇷🇯🇵 ❤️ 😀😃😄 "
+      "🤖✨ "
       "☕ "
       "🏳️‍🌈",
       "🦙Ꙋ",
@@ -412,6 +414,7 @@ std::vector<std::string> DifferentialCorpus() {
       "'s 's 'S 'll 'LL 'Ll 're 've 'm 'd 't ''' '' '",
       "!!!??? ... --- *** ``` ~~~ ;;; :::\n\n...\n",
   };
+  // NOLINTEND(bugprone-suspicious-missing-comma)
   // Random mixes, fixed seed: pieces of every class joined without separators too.
   const std::vector<std::string> atoms = {"a",          "Z",
                                           "the",        " the",
