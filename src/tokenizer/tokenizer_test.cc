@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tokenizer/llama3_js_testing.h"
@@ -270,6 +271,24 @@ TEST(Tokenizer, LongRunsDoNotOverflow) {
   EXPECT_EQ(*r, 1'000'000);  // all "aa"
   auto s = t.Count(std::string(1'000'000, ' ') + "hello");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
+}
+
+TEST(Tokenizer, ConstMethodsFromManyThreads) {
+  const Tokenizer t = Small();
+  const std::string text = "hello world aaa abc xyz <|eot|> 123\n";
+  const std::vector<int32_t> want = Ids(t, text);
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      for (int i = 0; i < 2000; ++i) {
+        auto r = t.Encode(text);
+        ok[k] += r.ok() && *r == want;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_THAT(ok, ElementsAre(2000, 2000, 2000, 2000));
 }
 
 // Malformed files: a clear message naming the field, never a crash.
