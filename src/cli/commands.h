@@ -23,6 +23,7 @@ Runner RegisterCost(CLI::App& app);
 Runner RegisterStats(CLI::App& app);
 Runner RegisterDiagnose(CLI::App& app);
 Runner RegisterValidate(CLI::App& app);
+Runner RegisterTokenize(CLI::App& app);
 
 // The reader flags every command that reads telemetry takes (`stats`, `diagnose`):
 // --input-format, --strict, --columns.

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
       ttft::cli::RegisterDiagnose);
   add("validate", "Measured vs simulated TTFT/E2E/decode for a table of real vLLM runs",
       ttft::cli::RegisterValidate);
+  add("tokenize", "Token ids (or their count) of standard input, from a tokenizer.json",
+      ttft::cli::RegisterTokenize);
 
   try {
     app.parse(argc, argv);
