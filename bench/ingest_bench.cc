@@ -26,6 +26,7 @@
 #include "bench_clock.h"
 #include "ttft/stats.h"
 #include "ttft/telemetry.h"
+#include "ttft/window_stats.h"
 
 namespace {
 
@@ -157,14 +158,16 @@ int main(int argc, char** argv) {
   // Same without duplicate detection (the streaming configuration).
   {
     const double t0 = Now(), c0 = CpuSelf();
-    ttft::StreamingSummarizer sum({});
+    auto created = ttft::StreamingStats::Create({});
+    if (!created.ok()) return 1;
+    auto& sum = *created;
     ttft::ReadReport report;
     ttft::SpanReadOptions options;
     options.detect_duplicates = false;
-    if (!ttft::ReadSpans(path, options, sum, report).ok()) return 1;
-    const auto g = sum.Finish();
+    if (!ttft::ReadSpans(path, options, *sum, report).ok()) return 1;
+    const auto g = sum->Finish();
     line("stream", Timing{Now() - t0, CpuSelf() - c0},
-         fmt::format("{:.6f}", g.empty() ? NAN : g[0].ttft_s.values[2]),
+         fmt::format("{:.6f}", g.empty() ? NAN : g[0].stats.ttft_s.at(2)),
          " (DDSketch, no table, no dedup)");
   }
   fmt::print("columnar table: {:.1f} bytes/span (heap, including capacity and dictionaries)\n",

@@ -36,6 +36,7 @@
 
 #include "ttft/core.h"
 #include "ttft/telemetry.h"
+#include "ttft/window_stats.h"
 
 namespace ttft {
 

@@ -2,25 +2,9 @@
 // File: ttft/diagnose.h
 // -----------------------------------------------------------------------------
 //
-// The diagnosis of a TTFT regression. This first part is the symptom table the
-// seed drill lists before anything else: p50 versus p99 TTFT, queue and prefill
-// tails, inter-token latency, errors, replicas, prefix-cache hit rate, prompt
-// lengths and preemptions, for a window before and a window after a change.
-//
-// Definitions (docs/diagnosis.md):
-//   * A span belongs to a window by its arrival time, [from_s, to_s).
-//   * Latency quantiles are over requests that finished ok; the error rate over all.
-//   * itl_p50_s is the median of the per-request mean inter-token latency.
-//   * prefix_cache_hit_rate is vLLM's, in tokens: sum(cached) / sum(prompt).
-//   * replicas counts distinct replicas that served a request in the window.
-//
-// Example:
-//
-//   ttft::SymptomCollector c;
-//   for (const ttft::Span& s : spans) c.Add(s);
-//   ttft::WindowSymptoms before = c.Compute(300, 900);
-//
-// Thread safety: a SymptomCollector is single-threaded.
+// The diagnosis of a TTFT regression: see the banner of the section below. The
+// statistics it reads (WindowStats) are the one statistics model of
+// ttft/window_stats.h.
 
 #ifndef TTFT_DIAGNOSE_H_
 #define TTFT_DIAGNOSE_H_
@@ -36,50 +20,11 @@
 
 #include "ttft/core.h"
 #include "ttft/dataset.h"
+#include "ttft/window_stats.h"
 #include "ttft/stats.h"
 #include "ttft/telemetry.h"
 
 namespace ttft {
-
-struct WindowSymptoms {
-  double from_s = 0;
-  double to_s = 0;
-  int64_t requests = 0;
-  int64_t ok = 0;
-  double request_rate_rps = 0;
-  double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0;
-  double queue_p50_s = 0, queue_p99_s = 0;
-  double prefill_p50_s = 0, prefill_p99_s = 0;
-  double itl_p50_s = 0;
-  double error_rate = 0;
-  int64_t replicas = 0;
-  double prefix_cache_hit_rate = 0;
-  double prompt_tokens_p50 = 0, prompt_tokens_p99 = 0;
-  int64_t preemptions = 0;
-};
-
-// Keeps a compact record per span (about 40 bytes) and computes windows.
-class SymptomCollector {
- public:
-  void Add(const Span& span);
-  // Quantiles are NaN when the window holds no ok request.
-  WindowSymptoms Compute(double from_s, double to_s) const;
-  int64_t size() const { return static_cast<int64_t>(records_.size()); }
-  double max_arrival_s() const { return max_arrival_s_; }
-
- private:
-  struct Record {
-    double arrival_s;
-    float ttft_s, queue_s, prefill_s, itl_mean_s;
-    int32_t prompt_tokens, cached_tokens;
-    int16_t preemptions;
-    uint16_t replica;
-    bool ok;
-  };
-  std::vector<Record> records_;
-  std::unordered_map<std::string, uint16_t> replica_ids_;
-  double max_arrival_s_ = 0;
-};
 
 // =============================================================================
 // The diagnosis of a regression (docs/diagnosis.md)
@@ -103,12 +48,6 @@ class SymptomCollector {
 //   std::cout << ttft::RenderText(*report, /*colour=*/false);
 //
 // Thread safety: Diagnose is re-entrant; the report is a value.
-
-// A figure the input cannot give.
-inline constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
-
-// Converts a Span into a SpanRecord (views into `span`) and adds it to `table`.
-void AddSpanToTable(const Span& span, SpanTable& table);
 
 // A window of one span table: rows with arrival_s in [from_s, to_s).
 struct SpanWindow {
@@ -155,36 +94,6 @@ struct DiagnosisInput {
   std::vector<Annotation> annotations;
   std::vector<std::string> sources;  // input names, cited in the report
   DiagnoseOptions options;
-};
-
-// p50/p90/p99 of one term.
-struct TermQuantiles {
-  double p50 = kMissing, p90 = kMissing, p99 = kMissing;
-};
-
-// What one window (or one group within it) looks like. Latency figures are over ok
-// requests; NaN when unknown.
-struct WindowStats {
-  double from_s = 0, to_s = 0;
-  int64_t requests = 0, ok = 0, errors = 0, rejected_too_long = 0;
-  double request_rate_rps = kMissing;
-  double error_rate = kMissing;
-  TermQuantiles ttft_s, queue_s, prefill_s, front_end_s;
-  double itl_p50_s = kMissing;              // median of per-request mean ITL
-  double itl_max_p99_s = kMissing;          // p99 of per-request max ITL (stalls)
-  double prefix_cache_hit_rate = kMissing;  // sum(cached) / sum(prompt)
-  double cached_tokens_mean = kMissing;
-  double uncached_tokens_mean = kMissing;
-  double prompt_tokens_p50 = kMissing, prompt_tokens_p99 = kMissing, prompt_tokens_mean = kMissing;
-  double output_tokens_mean = kMissing, output_tokens_p99 = kMissing;
-  double preemptions_per_request = kMissing;
-  // Median over ok requests with >= 256 uncached tokens of prefill_s per 1,000
-  // uncached tokens: the compute path's speed as requests see it.
-  double prefill_s_per_1k_uncached = kMissing;
-  double concurrency = kMissing;  // Little's law: sum(e2e_s) / window length
-  int64_t replicas = 0;
-  double kv_usage = kMissing;  // from metrics (gauge, 0..1), NaN without
-  bool from_metrics = false;
 };
 
 // TTFT = front_end + queue + prefill, per request. Quantiles of each term before
@@ -406,16 +315,6 @@ Result<DiagnosisInput> DiagnosisInputOf(const Dataset& baseline, const Dataset& 
 // different `model` labels in the two windows, an options.model or options.gpu
 // (--model/--gpu) that is not a preset (the message lists the presets).
 Result<DiagnosisReport> Diagnose(const DiagnosisInput& input);
-
-// Statistics of a set of rows of `table` over a window of `window_s` seconds.
-// Exposed for tests and the benchmark.
-WindowStats ComputeWindowStats(const SpanTable& table, std::span<const uint32_t> rows,
-                               double from_s, double to_s);
-
-// Stats of a window from metric snapshots alone (reduced fidelity: quantiles from
-// histogram buckets; no per-request figures). REQUIRES: >= 2 snapshots.
-Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snapshots, double from_s,
-                                           double to_s);
 
 }  // namespace ttft
 

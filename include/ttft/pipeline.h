@@ -40,6 +40,7 @@
 #include "ttft/diagnose.h"
 #include "ttft/fleet.h"
 #include "ttft/scenario.h"
+#include "ttft/window_stats.h"
 
 namespace ttft {
 
@@ -64,8 +65,9 @@ struct RunOptions {
 struct ScenarioRun {
   SimulationResult result;
   AnalysisWindows windows;
-  // The symptom table of each window (NaN figures when a window is empty).
-  WindowSymptoms baseline, incident;
+  // The statistics of each window (NaN figures when a window is empty); with a
+  // diagnosis, the report's own (one computation).
+  WindowStats baseline, incident;
   // summary.json's content.
   nlohmann::json summary;
   // With RunOptions::diagnose: the spans of the windows, every scrape, and the report.
@@ -81,7 +83,7 @@ struct ScenarioRun {
 Result<ScenarioRun> RunScenario(const Scenario& scenario, const RunOptions& options);
 
 // A window's symptom table as summary.json holds it (unknown figures as null).
-nlohmann::json SymptomsJson(const WindowSymptoms& window);
+nlohmann::json SymptomsJson(const WindowStats& window);
 
 // The seed drill's symptom signature (issue 2, section 6): each check, whether it
 // passed, and what was observed.
@@ -90,8 +92,8 @@ struct SignatureCheck {
   bool pass = false;
   std::string observed;
 };
-std::vector<SignatureCheck> SeedSignature(const WindowSymptoms& baseline,
-                                          const WindowSymptoms& incident);
+std::vector<SignatureCheck> SeedSignature(const WindowStats& baseline,
+                                          const WindowStats& incident);
 
 // A drill: a scenario with a change, simulated and diagnosed, with the seed's
 // signature and the cost model's check of the seed's arithmetic.

@@ -49,10 +49,10 @@ std::string RenderHtml(const DiagnosisReport& report);
 
 // Renderers of scenario runs (src/report/run.cc).
 // The symptom table before and after, with ratios; ANSI colour only when `colour`.
-std::string RenderSymptomTable(const WindowSymptoms& baseline, const WindowSymptoms& incident,
+std::string RenderSymptomTable(const WindowStats& baseline, const WindowStats& incident,
                                bool colour);
 // One window's symptoms as a two-column table (a run with no change to compare).
-std::string RenderSymptomColumn(const WindowSymptoms& window);
+std::string RenderSymptomColumn(const WindowStats& window);
 // `ttft drill`'s text: the run, the symptom table, the seed's signature, the cost
 // check, then the diagnosis as RenderText. REQUIRES: drill.run.diagnosis is set.
 std::string RenderDrillText(const Drill& drill, bool colour);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "ttft/dataset.h"
+#include "ttft/window_stats.h"
 
 namespace ttft {
 namespace {
@@ -20,7 +21,7 @@ Status SummarizeSpanInputs(std::span<const std::string> paths, const StatsReques
   if (req.stream || total_bytes > (uint64_t{2} << 30)) {
     SpanReadOptions read = req.load.read;
     read.detect_duplicates = false;  // bounded memory: O(sketches), not O(spans)
-    TTFT_ASSIGN_OR_RETURN(auto summarizer, StreamingSummarizer::Create(req.summary));
+    TTFT_ASSIGN_OR_RETURN(auto summarizer, StreamingStats::Create(req.summary));
     for (const std::string& in : paths) {
       TTFT_RETURN_IF_ERROR(ReadSpans(in, read, *summarizer, out.report));
     }
@@ -92,10 +93,14 @@ Result<StatsResult> ComputeStats(std::span<const std::string> paths, const Stats
     window = std::move(snaps.front());  // one scrape: totals since the process started
   }
   TTFT_ASSIGN_OR_RETURN(out.groups, SummarizeMetrics(window, req.summary));
-  if (snaps.size() >= 2 && snaps.back().timestamp_s > snaps.front().timestamp_s) {
-    for (GroupSummary& g : out.groups) {
-      g.window_s = snaps.back().timestamp_s - snaps.front().timestamp_s;
-      g.rate_rps = static_cast<double>(g.count) / g.window_s;
+  const bool timed = snaps.size() >= 2 && snaps.back().timestamp_s > snaps.front().timestamp_s;
+  for (GroupSummary& g : out.groups) {
+    if (snaps.empty()) continue;
+    g.stats.from_s = snaps.front().timestamp_s;
+    g.stats.to_s = snaps.back().timestamp_s;
+    if (timed) {
+      g.stats.request_rate_rps =
+          static_cast<double>(g.stats.requests) / (g.stats.to_s - g.stats.from_s);
     }
   }
   return out;

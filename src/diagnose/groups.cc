@@ -115,17 +115,17 @@ Groups SplitGroups(const DiagnosisInput& in, const Windows& w, Workspace& ws) {
   for (SpanLabel label : kDimensions) {
     GroupIndex g = SplitRows(A.table, rows_a, B.table, rows_b, label);
     // Every group's stats in one pass per window (not one strided gather per group).
-    std::vector<GroupStats> stats_a, stats_b;
+    std::vector<GroupWindowStats> stats_a, stats_b;
     if (g.names.size() > 1) {
       RunBoth(
           ws.parallel(),
           [&] {
-            stats_a = ComputeGroupStats(*A.table, rows_a, g.group_of_set_a, g.names.size(),
-                                        A.from_s, A.to_s, thr, ws.baseline());
+            stats_a = ComputeGroupWindowStats(*A.table, rows_a, g.group_of_set_a, g.names.size(),
+                                              A.from_s, A.to_s, thr, ws.baseline());
           },
           [&] {
-            stats_b = ComputeGroupStats(*B.table, rows_b, g.group_of_set_b, g.names.size(),
-                                        B.from_s, B.to_s, thr, ws.incident());
+            stats_b = ComputeGroupWindowStats(*B.table, rows_b, g.group_of_set_b, g.names.size(),
+                                              B.from_s, B.to_s, thr, ws.incident());
           });
     }
     GroupSplit split;

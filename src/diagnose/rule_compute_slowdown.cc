@@ -29,7 +29,7 @@ class ComputeSlowdownRule final : public HypothesisRule {
     const WindowStats& a = ev.before;
     const WindowStats& b = ev.after;
     const double per_tok_x = Ratio(a.prefill_s_per_1k_uncached, b.prefill_s_per_1k_uncached);
-    const double itl_x = Ratio(a.itl_p50_s, b.itl_p50_s);
+    const double itl_x = Ratio(a.itl_s.p50, b.itl_s.p50);
     int n = 0, slow = 0;
     if (const GroupSplit* rep = ev.Split("replica")) {
       for (const GroupRow& r : rep->rows) {
@@ -49,8 +49,8 @@ class ComputeSlowdownRule final : public HypothesisRule {
                                           Secs(a.prefill_s_per_1k_uncached),
                                           Secs(b.prefill_s_per_1k_uncached), X(per_tok_x))));
     h.evidence.push_back(Line(
-        "itl_p50_s", a.itl_p50_s, b.itl_p50_s, "s",
-        fmt::format("median ITL {} -> {} ({})", Secs(a.itl_p50_s), Secs(b.itl_p50_s), X(itl_x))));
+        "itl_p50_s", a.itl_s.p50, b.itl_s.p50, "s",
+        fmt::format("median ITL {} -> {} ({})", Secs(a.itl_s.p50), Secs(b.itl_s.p50), X(itl_x))));
     h.evidence.push_back(Line(
         "replicas_slower_per_token", kMissing, static_cast<double>(slow), "count",
         fmt::format("{} of {} replicas slower per token; request rate {}", slow, n, X(rate_x))));

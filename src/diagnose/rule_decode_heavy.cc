@@ -42,9 +42,9 @@ class DecodeHeavyRule final : public HypothesisRule {
              fmt::format("concurrent sequences (Little's law) {:.1f} -> {:.1f} ({})", a.concurrency,
                          b.concurrency, X(conc_x))));
     h.evidence.push_back(
-        Line("itl_p50_s", a.itl_p50_s, b.itl_p50_s, "s",
+        Line("itl_p50_s", a.itl_s.p50, b.itl_s.p50, "s",
              fmt::format("median ITL {} -> {}; preemptions per request {:.3f} -> {:.3f}",
-                         Secs(a.itl_p50_s), Secs(b.itl_p50_s), a.preemptions_per_request,
+                         Secs(a.itl_s.p50), Secs(b.itl_s.p50), a.preemptions_per_request,
                          b.preemptions_per_request)));
     if (!ev.has_spans) {
       h.runnable = false;

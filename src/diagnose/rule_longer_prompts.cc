@@ -35,8 +35,8 @@ class LongerPromptsRule final : public HypothesisRule {
     if (const GroupSplit* ten = ev.Split("tenant")) {
       for (const GroupRow& r : ten->rows) {
         if (r.before.ok < 20 || r.after.ok < 20 || r.share_after < 0.05) continue;
-        const double g = std::max(Ratio(r.before.prompt_tokens_p99, r.after.prompt_tokens_p99),
-                                  Ratio(r.before.prompt_tokens_mean, r.after.prompt_tokens_mean));
+        const double g = std::max(Ratio(r.before.prompt_tokens.p99, r.after.prompt_tokens.p99),
+                                  Ratio(r.before.prompt_tokens.mean, r.after.prompt_tokens.mean));
         const double s = Ramp(g, 1.15, 1.6) * (0.5 + 0.5 * std::max(r.contribution, r.share_after));
         if (s > growth) {
           growth = s;
@@ -65,18 +65,18 @@ class LongerPromptsRule final : public HypothesisRule {
     }
     if (who != nullptr) {
       h.evidence.push_back(Line(
-          "prompt_tokens_p99", who->before.prompt_tokens_p99, who->after.prompt_tokens_p99,
+          "prompt_tokens_p99", who->before.prompt_tokens.p99, who->after.prompt_tokens.p99,
           "tokens",
           fmt::format(
               "tenant {}: prompt tokens p99 {} -> {}, mean {} -> {}; cached per request {} -> {}",
-              who->value, Num(who->before.prompt_tokens_p99), Num(who->after.prompt_tokens_p99),
-              Num(who->before.prompt_tokens_mean), Num(who->after.prompt_tokens_mean),
+              who->value, Num(who->before.prompt_tokens.p99), Num(who->after.prompt_tokens.p99),
+              Num(who->before.prompt_tokens.mean), Num(who->after.prompt_tokens.mean),
               Num(who->before.cached_tokens_mean), Num(who->after.cached_tokens_mean))));
     }
     h.evidence.push_back(Line(
-        "prompt_tokens_p99", a.prompt_tokens_p99, b.prompt_tokens_p99, "tokens",
-        fmt::format("fleet prompt tokens p99 {} -> {} ({})", Num(a.prompt_tokens_p99),
-                    Num(b.prompt_tokens_p99), X(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99)))));
+        "prompt_tokens_p99", a.prompt_tokens.p99, b.prompt_tokens.p99, "tokens",
+        fmt::format("fleet prompt tokens p99 {} -> {} ({})", Num(a.prompt_tokens.p99),
+                    Num(b.prompt_tokens.p99), X(Ratio(a.prompt_tokens.p99, b.prompt_tokens.p99)))));
     // Flat by the band the confidence uses (x1.3).
     const char* per_tok = "";
     switch (TrendOf(per_tok_x, 1.3)) {
@@ -91,7 +91,7 @@ class LongerPromptsRule final : public HypothesisRule {
                     Secs(a.prefill_s_per_1k_uncached), Secs(b.prefill_s_per_1k_uncached),
                     X(per_tok_x), per_tok)));
     if (!ev.has_spans) {
-      h.confidence = Ramp(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99), 1.15, 1.6) * 0.7;
+      h.confidence = Ramp(Ratio(a.prompt_tokens.p99, b.prompt_tokens.p99), 1.15, 1.6) * 0.7;
       h.evidence.push_back(
           Remark("metrics only: fleet prompt-token histogram, no per-tenant split"));
     }

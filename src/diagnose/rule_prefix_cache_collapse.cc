@@ -91,7 +91,7 @@ class PrefixCacheCollapseRule final : public HypothesisRule {
                          X(Ratio(a.queue_s.p99, b.queue_s.p99)))));
     // Whether the prompts grew: the hit rate also falls when prompts grow around an
     // intact prefix (the cached tokens per request above tell the two apart).
-    const double prompt_x = Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99);
+    const double prompt_x = Ratio(a.prompt_tokens.p99, b.prompt_tokens.p99);
     const char* prompts = "";
     switch (TrendOf(prompt_x, 1.15)) {
       case Trend::kFlat: prompts = ": the prompts did not grow"; break;
@@ -100,9 +100,9 @@ class PrefixCacheCollapseRule final : public HypothesisRule {
       case Trend::kUnknown: break;
     }
     h.evidence.push_back(
-        Line("prompt_tokens_p99", a.prompt_tokens_p99, b.prompt_tokens_p99, "tokens",
-             fmt::format("prompt tokens p99 {} -> {} ({}){}", Num(a.prompt_tokens_p99),
-                         Num(b.prompt_tokens_p99), X(prompt_x), prompts)));
+        Line("prompt_tokens_p99", a.prompt_tokens.p99, b.prompt_tokens.p99, "tokens",
+             fmt::format("prompt tokens p99 {} -> {} ({}){}", Num(a.prompt_tokens.p99),
+                         Num(b.prompt_tokens.p99), X(prompt_x), prompts)));
     if (concentration > 0) {
       h.evidence.push_back(
           Remark("the lost cache hits are concentrated on one replica (a cold replica?)"));

@@ -35,7 +35,7 @@ class SchedulerConfigRule final : public HypothesisRule {
     h.owners = "serving team owns the engine config";
     const WindowStats& a = ev.before;
     const WindowStats& b = ev.after;
-    const double itl_x = Ratio(a.itl_p50_s, b.itl_p50_s);
+    const double itl_x = Ratio(a.itl_s.p50, b.itl_s.p50);
     const double stall_x = Ratio(a.itl_max_p99_s, b.itl_max_p99_s);
     const double per_tok_x = Ratio(a.prefill_s_per_1k_uncached, b.prefill_s_per_1k_uncached);
     const double spike = std::isfinite(itl_x) && itl_x > 0 ? stall_x / itl_x : stall_x;
@@ -43,8 +43,8 @@ class SchedulerConfigRule final : public HypothesisRule {
     const double budget = Ramp(per_tok_x, 1.2, 1.8) * (1 - Ramp(itl_x, 1.05, 1.25));
     const double hit_flat =
         1 - Ramp(std::fabs(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate), 0.05, 0.2);
-    const double prompt_flat = Flat(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99), 1.15) *
-                               Flat(Ratio(a.prompt_tokens_mean, b.prompt_tokens_mean), 1.1) *
+    const double prompt_flat = Flat(Ratio(a.prompt_tokens.p99, b.prompt_tokens.p99), 1.15) *
+                               Flat(Ratio(a.prompt_tokens.mean, b.prompt_tokens.mean), 1.1) *
                                Flat(Ratio(a.output_tokens_mean, b.output_tokens_mean), 1.2);
     const double queued = Ramp(Ratio(a.ttft_s.p99, b.ttft_s.p99), 1.1, 1.5);
     bool deploy_changed = false;
@@ -70,7 +70,7 @@ class SchedulerConfigRule final : public HypothesisRule {
         Line("itl_max_p99_s", a.itl_max_p99_s, b.itl_max_p99_s, "s",
              fmt::format("p99 of per-request max ITL {} -> {} ({}) while median ITL {} -> {} ({})",
                          Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s), X(stall_x),
-                         Secs(a.itl_p50_s), Secs(b.itl_p50_s), X(itl_x))));
+                         Secs(a.itl_s.p50), Secs(b.itl_s.p50), X(itl_x))));
     h.evidence.push_back(Line("prefill_s_per_1k_uncached", a.prefill_s_per_1k_uncached,
                               b.prefill_s_per_1k_uncached, "s",
                               fmt::format("prefill time per 1k uncached tokens {} -> {} ({})",
@@ -86,7 +86,7 @@ class SchedulerConfigRule final : public HypothesisRule {
     } else if (std::fabs(hit_delta) >= 0.05) {
       moved.push_back(hit_delta < 0 ? "the hit rate fell" : "the hit rate rose");
     }
-    switch (TrendOf(Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99), 1.15)) {
+    switch (TrendOf(Ratio(a.prompt_tokens.p99, b.prompt_tokens.p99), 1.15)) {
       case Trend::kUp: moved.push_back("the prompts grew"); break;
       case Trend::kDown: moved.push_back("the prompts got shorter"); break;
       case Trend::kUnknown: known = false; break;
@@ -99,10 +99,10 @@ class SchedulerConfigRule final : public HypothesisRule {
       work = ": the work per request did not change";
     }
     h.evidence.push_back(
-        Line("prompt_tokens_p99", a.prompt_tokens_p99, b.prompt_tokens_p99, "tokens",
+        Line("prompt_tokens_p99", a.prompt_tokens.p99, b.prompt_tokens.p99, "tokens",
              fmt::format("hit rate {} -> {}, prompt p99 {} -> {}{}", Pct1(a.prefix_cache_hit_rate),
-                         Pct1(b.prefix_cache_hit_rate), Num(a.prompt_tokens_p99),
-                         Num(b.prompt_tokens_p99), work)));
+                         Pct1(b.prefix_cache_hit_rate), Num(a.prompt_tokens.p99),
+                         Num(b.prompt_tokens.p99), work)));
     for (const LabelChange& c : ev.label_changes) {
       if (c.dimension == "deploy") h.evidence.push_back(ChangeLine(c));
     }

@@ -65,7 +65,7 @@ class TrafficMixRule final : public HypothesisRule {
                            "{}); prompt p99 {}; hit rate {}; {} of the p99 increase",
                            who->value, Pct(who->share_before), Pct(who->share_after),
                            Num(who->after.uncached_tokens_mean), Num(fleet_uncached),
-                           Num(who->after.prompt_tokens_p99),
+                           Num(who->after.prompt_tokens.p99),
                            Pct1(who->after.prefix_cache_hit_rate), Pct(who->contribution))));
     }
     // The splitting metric itself: per-tenant prompt p99 and hit rate, before -> after,
@@ -76,7 +76,7 @@ class TrafficMixRule final : public HypothesisRule {
       if (listed == 4) break;
       per_tenant +=
           fmt::format("{}{} {} -> {}, {} -> {}", listed == 0 ? "" : "; ", r.value,
-                      Num(r.before.prompt_tokens_p99), Num(r.after.prompt_tokens_p99),
+                      Num(r.before.prompt_tokens.p99), Num(r.after.prompt_tokens.p99),
                       Pct1(r.before.prefix_cache_hit_rate), Pct1(r.after.prefix_cache_hit_rate));
       ++listed;
     }

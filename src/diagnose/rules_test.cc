@@ -29,14 +29,14 @@ WindowStats Steady() {
   w.queue_s = {0.02, 0.05, 0.2};
   w.prefill_s = {0.1, 0.15, 0.25};
   w.front_end_s = {0.005, 0.008, 0.01};
-  w.itl_p50_s = 0.02;
+  w.itl_s.p50 = 0.02;
   w.itl_max_p99_s = 0.05;
   w.prefix_cache_hit_rate = 0.8;
   w.cached_tokens_mean = 2400;
   w.uncached_tokens_mean = 600;
-  w.prompt_tokens_p50 = 2900;
-  w.prompt_tokens_p99 = 4000;
-  w.prompt_tokens_mean = 3000;
+  w.prompt_tokens.p50 = 2900;
+  w.prompt_tokens.p99 = 4000;
+  w.prompt_tokens.mean = 3000;
   w.output_tokens_mean = 200;
   w.output_tokens_p99 = 500;
   w.preemptions_per_request = 0.001;
@@ -186,8 +186,8 @@ TEST(SchedulerConfigRule, QuietWhenThePromptsGrewInstead) {
   Case c;
   c.after.itl_max_p99_s = 0.5;
   c.after.ttft_s.p99 = 2.0;
-  c.after.prompt_tokens_p99 = 8000;
-  c.after.prompt_tokens_mean = 6000;
+  c.after.prompt_tokens.p99 = 8000;
+  c.after.prompt_tokens.mean = 6000;
   EXPECT_EQ(c.Run(*MakeSchedulerConfigRule()).confidence, 0);
 }
 
@@ -233,10 +233,10 @@ TEST(LongerPromptsRule, FiresWhenATenantsPromptsGrowAtTheSameSpeedPerToken) {
   Case c;
   TwoSteadyTenants(c);
   WindowStats longer = Steady();
-  longer.prompt_tokens_p99 = 8000;
-  longer.prompt_tokens_mean = 6000;
+  longer.prompt_tokens.p99 = 8000;
+  longer.prompt_tokens.mean = 6000;
   c.Split("tenant").rows[0] = Group("acme", Steady(), longer, 0.9, 0.5, 0.5);
-  c.after.prompt_tokens_p99 = 7000;
+  c.after.prompt_tokens.p99 = 7000;
   const Hypothesis h = c.Run(*MakeLongerPromptsRule());
   EXPECT_GT(h.confidence, 0.9);
   EXPECT_THAT(Sentences(h), HasSubstr("tenant acme: prompt tokens p99 4000 -> 8000"));
@@ -251,7 +251,7 @@ TEST(LongerPromptsRule, QuietWhenThePromptsDidNotGrow) {
 TEST(LongerPromptsRule, MetricsOnlyReadsTheFleetHistogram) {
   Case c;
   c.has_spans = false;
-  c.after.prompt_tokens_p99 = 8000;
+  c.after.prompt_tokens.p99 = 8000;
   const Hypothesis h = c.Run(*MakeLongerPromptsRule());
   EXPECT_NEAR(h.confidence, 0.7, 1e-9);
   EXPECT_THAT(Sentences(h), HasSubstr("metrics only"));
@@ -388,10 +388,10 @@ TEST(ComputeSlowdownRule, FiresWhenEveryReplicaIsSlowerPerToken) {
   SteadyReplicas(c);
   WindowStats slow = Steady();
   slow.prefill_s_per_1k_uncached = 0.2;
-  slow.itl_p50_s = 0.03;
+  slow.itl_s.p50 = 0.03;
   for (GroupRow& r : c.Split("replica").rows) r.after = slow;
   c.after.prefill_s_per_1k_uncached = 0.2;
-  c.after.itl_p50_s = 0.03;
+  c.after.itl_s.p50 = 0.03;
   const Hypothesis h = c.Run(*MakeComputeSlowdownRule());
   EXPECT_EQ(h.confidence, 1.0);
   EXPECT_THAT(Sentences(h), HasSubstr("4 of 4 replicas slower per token"));
@@ -453,7 +453,7 @@ TEST(EvidenceSentences, FollowTheNumbersNotAFixedClaim) {
               HasSubstr(": the work per request did not change"));
 
   Case grew;  // the drill's case: a prompt p99 of x1.71 and the hit rate down
-  grew.after.prompt_tokens_p99 = 6840;
+  grew.after.prompt_tokens.p99 = 6840;
   grew.after.prefix_cache_hit_rate = 0.48;
   const Hypothesis pc = grew.Run(*MakePrefixCacheCollapseRule());
   EXPECT_EQ(LineAbout(pc, "prompt_tokens_p99")->sentence,
@@ -475,7 +475,7 @@ TEST(EvidenceSentences, FollowTheNumbersNotAFixedClaim) {
               HasSubstr("(x1.00): flat, the GPU is not slower"));
 
   Case unknown;  // no figures: no claim either way
-  unknown.before.prompt_tokens_p99 = kMissing;
+  unknown.before.prompt_tokens.p99 = kMissing;
   EXPECT_EQ(LineAbout(unknown.Run(*MakePrefixCacheCollapseRule()), "prompt_tokens_p99")->sentence,
             "prompt tokens p99 n/a -> 4000 (n/a)");
 }

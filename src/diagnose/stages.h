@@ -29,7 +29,6 @@
 #include <utility>
 #include <vector>
 
-#include "diagnose/gather.h"
 #include "ttft/core.h"
 #include "ttft/diagnose.h"
 
@@ -59,12 +58,12 @@ class Workspace {
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
   bool parallel() const { return parallel_; }
-  GatherArena& baseline() { return a_; }
-  GatherArena& incident() { return parallel_ ? b_ : a_; }
+  WindowStatsArena& baseline() { return a_; }
+  WindowStatsArena& incident() { return parallel_ ? b_ : a_; }
 
  private:
   bool parallel_ = false;
-  GatherArena a_, b_;
+  WindowStatsArena a_, b_;
 };
 
 // The rows of each window (indices into its table) and the window statistics.

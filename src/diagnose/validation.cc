@@ -82,11 +82,13 @@ Result<Windows> ComputeWindows(const DiagnosisInput& in, const InputShape& shape
         ws.parallel(),
         [&] {
           w.rows_a = RowsIn(A);
-          w.baseline = ComputeWindowStats(*A.table, w.rows_a, A.from_s, A.to_s, ws.baseline());
+          w.baseline = ComputeWindowStats(*A.table, w.rows_a, A.from_s, A.to_s,
+                                          StatsDetail::kDiagnosis, ws.baseline());
         },
         [&] {
           w.rows_b = RowsIn(B);
-          w.incident = ComputeWindowStats(*B.table, w.rows_b, B.from_s, B.to_s, ws.incident());
+          w.incident = ComputeWindowStats(*B.table, w.rows_b, B.from_s, B.to_s,
+                                          StatsDetail::kDiagnosis, ws.incident());
         });
     if (shape.has_metrics) {
       auto ma = WindowStatsFromMetrics(in.baseline_snapshots, A.from_s, A.to_s);

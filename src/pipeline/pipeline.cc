@@ -15,19 +15,19 @@ namespace ttft {
 namespace fs = std::filesystem;
 namespace {
 
-// Writes the folder (when out_dir is set), keeps the symptom records of the analysis
-// windows, and with `keep_all` every span in a table and every scrape for a diagnosis.
+// Writes the folder (when out_dir is set) and keeps in a table the spans of the
+// analysis windows, or with KeepAll every span and every scrape for a diagnosis.
 class RunSink : public SimulationSink {
  public:
   Status Open(const std::string& out_dir);
-  // Keeps symptom records only for spans arriving inside the two windows, so memory is
-  // bounded by the windows, not the run length.
+  // Keeps only spans arriving inside the two windows, so memory is bounded by the
+  // windows, not the run length.
   void KeepOnly(double before_from, double before_to, double after_from, double after_to);
   void KeepAll() { keep_all_ = true; }
   Status OnSpan(const Span& span) override;
   Status OnSnapshot(const MetricSnapshot& snapshot) override;
   Status Close();
-  const SymptomCollector& symptoms() const { return symptoms_; }
+  const SpanTable& table() const { return *table_; }
   std::unique_ptr<SpanTable> TakeTable() { return std::move(table_); }
   std::vector<MetricSnapshot> TakeSnapshots() { return std::move(snapshots_); }
 
@@ -37,7 +37,6 @@ class RunSink : public SimulationSink {
   bool keep_all_ = false;
   double keep_[4] = {0, 0, 0, 0};
   SpanJsonlWriter spans_;
-  SymptomCollector symptoms_;
   std::unique_ptr<SpanTable> table_ = std::make_unique<SpanTable>();
   std::vector<MetricSnapshot> snapshots_;
 };
@@ -69,10 +68,9 @@ void RunSink::KeepOnly(double before_from, double before_to, double after_from, 
 
 Status RunSink::OnSpan(const Span& span) {
   const double t = span.arrival_s;
-  if (!filter_ || (t >= keep_[0] && t < keep_[1]) || (t >= keep_[2] && t < keep_[3])) {
-    symptoms_.Add(span);
+  if (keep_all_ || !filter_ || (t >= keep_[0] && t < keep_[1]) || (t >= keep_[2] && t < keep_[3])) {
+    AddSpanToTable(span, *table_);
   }
-  if (keep_all_) AddSpanToTable(span, *table_);
   if (out_dir_.empty()) return Status::Ok();
   return spans_.Write(span);
 }
@@ -103,31 +101,31 @@ nlohmann::json Num(double v) {
   return v;
 }
 
-nlohmann::json SymptomsJsonOf(const WindowSymptoms& w) {
+nlohmann::json SymptomsJsonOf(const WindowStats& w) {
   return nlohmann::json{
       {"from_s", Num(w.from_s)},
       {"to_s", Num(w.to_s)},
       {"requests", w.requests},
       {"request_rate_rps", Num(w.request_rate_rps)},
-      {"ttft_p50_s", Num(w.ttft_p50_s)},
-      {"ttft_p90_s", Num(w.ttft_p90_s)},
-      {"ttft_p99_s", Num(w.ttft_p99_s)},
-      {"queue_p50_s", Num(w.queue_p50_s)},
-      {"queue_p99_s", Num(w.queue_p99_s)},
-      {"prefill_p50_s", Num(w.prefill_p50_s)},
-      {"prefill_p99_s", Num(w.prefill_p99_s)},
-      {"itl_p50_s", Num(w.itl_p50_s)},
+      {"ttft_p50_s", Num(w.ttft_s.p50)},
+      {"ttft_p90_s", Num(w.ttft_s.p90)},
+      {"ttft_p99_s", Num(w.ttft_s.p99)},
+      {"queue_p50_s", Num(w.queue_s.p50)},
+      {"queue_p99_s", Num(w.queue_s.p99)},
+      {"prefill_p50_s", Num(w.prefill_s.p50)},
+      {"prefill_p99_s", Num(w.prefill_s.p99)},
+      {"itl_p50_s", Num(w.itl_s.p50)},
       {"error_rate", Num(w.error_rate)},
       {"replicas", w.replicas},
       {"prefix_cache_hit_rate", Num(w.prefix_cache_hit_rate)},
-      {"prompt_tokens_p50", Num(w.prompt_tokens_p50)},
-      {"prompt_tokens_p99", Num(w.prompt_tokens_p99)},
+      {"prompt_tokens_p50", Num(w.prompt_tokens.p50)},
+      {"prompt_tokens_p99", Num(w.prompt_tokens.p99)},
       {"preemptions", w.preemptions},
   };
 }
 
-nlohmann::json SummaryJson(const Scenario& sc, const SimulationResult& r,
-                           const AnalysisWindows& win, const SymptomCollector& symptoms) {
+nlohmann::json SummaryJson(const Scenario& sc, const ScenarioRun& run) {
+  const SimulationResult& r = run.result;
   nlohmann::json events = nlohmann::json::array();
   for (const AppliedEvent& e : r.events) {
     events.push_back({{"at_s", e.at_s},
@@ -148,21 +146,30 @@ nlohmann::json SummaryJson(const Scenario& sc, const SimulationResult& r,
       {"truncated", r.truncated},
       {"events", events},
   };
-  const TimeRange& b = win.baseline;
-  const TimeRange& i = win.incident;
-  if (std::isfinite(win.change_at_s)) {
-    j["change_at_s"] = win.change_at_s;
-    j["symptoms"] = {{"baseline", SymptomsJsonOf(symptoms.Compute(b.from_s, b.to_s))},
-                     {"incident", SymptomsJsonOf(symptoms.Compute(i.from_s, i.to_s))}};
+  if (std::isfinite(run.windows.change_at_s)) {
+    j["change_at_s"] = run.windows.change_at_s;
+    j["symptoms"] = {{"baseline", SymptomsJsonOf(run.baseline)},
+                     {"incident", SymptomsJsonOf(run.incident)}};
   } else {
-    j["symptoms"] = {{"all", SymptomsJsonOf(symptoms.Compute(i.from_s, i.to_s))}};
+    j["symptoms"] = {{"all", SymptomsJsonOf(run.incident)}};
   }
   return j;
 }
 
+// The rows of `table` arriving in [from_s, to_s).
+std::vector<uint32_t> RowsIn(const SpanTable& table, const TimeRange& range) {
+  std::vector<uint32_t> rows;
+  const auto arrival = table.arrival_s();
+  for (size_t i = 0; i < arrival.size(); ++i) {
+    if (arrival[i] >= range.from_s && arrival[i] < range.to_s)
+      rows.push_back(static_cast<uint32_t>(i));
+  }
+  return rows;
+}
+
 }  // namespace
 
-nlohmann::json SymptomsJson(const WindowSymptoms& w) { return SymptomsJsonOf(w); }
+nlohmann::json SymptomsJson(const WindowStats& w) { return SymptomsJsonOf(w); }
 
 AnalysisWindows ScenarioWindows(const Scenario& sc) {
   double change = sc.analysis.change_at_s;
@@ -207,16 +214,6 @@ Result<ScenarioRun> RunScenario(const Scenario& sc, const RunOptions& options) {
   sim.progress = options.progress;
   TTFT_ASSIGN_OR_RETURN(run.result, Simulate(sc, sink, sim));
   TTFT_RETURN_IF_ERROR(sink.Close());
-  run.baseline = sink.symptoms().Compute(w.baseline.from_s, w.baseline.to_s);
-  run.incident = sink.symptoms().Compute(w.incident.from_s, w.incident.to_s);
-  run.summary = SummaryJson(sc, run.result, w, sink.symptoms());
-  if (!options.out_dir.empty()) {
-    const std::string path = (fs::path(options.out_dir) / "summary.json").string();
-    std::ofstream f(path);
-    f << run.summary.dump(2) << "\n";
-    f.close();
-    if (!f.good()) return Status::IoError(path + ": write failed");
-  }
   if (options.diagnose) {
     run.spans = sink.TakeTable();
     run.snapshots = sink.TakeSnapshots();
@@ -230,17 +227,32 @@ Result<ScenarioRun> RunScenario(const Scenario& sc, const RunOptions& options) {
     in.annotations = AnnotationsOf(run.result);
     TTFT_ASSIGN_OR_RETURN(DiagnosisReport report, Diagnose(in));
     run.diagnosis = std::move(report);
+    // The symptom table is a view of the report: one computation.
+    run.baseline = run.diagnosis->baseline;
+    run.incident = run.diagnosis->incident;
+  } else {
+    const SpanTable& t = sink.table();
+    run.baseline = ComputeWindowStats(t, RowsIn(t, w.baseline), w.baseline.from_s, w.baseline.to_s);
+    run.incident = ComputeWindowStats(t, RowsIn(t, w.incident), w.incident.from_s, w.incident.to_s);
+  }
+  run.summary = SummaryJson(sc, run);
+  if (!options.out_dir.empty()) {
+    const std::string path = (fs::path(options.out_dir) / "summary.json").string();
+    std::ofstream f(path);
+    f << run.summary.dump(2) << "\n";
+    f.close();
+    if (!f.good()) return Status::IoError(path + ": write failed");
   }
   return run;
 }
 
-std::vector<SignatureCheck> SeedSignature(const WindowSymptoms& a, const WindowSymptoms& b) {
-  const double p99x = b.ttft_p99_s / a.ttft_p99_s;
-  const double p50x = b.ttft_p50_s / a.ttft_p50_s;
-  const double qx = b.queue_p99_s / a.queue_p99_s;
+std::vector<SignatureCheck> SeedSignature(const WindowStats& a, const WindowStats& b) {
+  const double p99x = b.ttft_s.p99 / a.ttft_s.p99;
+  const double p50x = b.ttft_s.p50 / a.ttft_s.p50;
+  const double qx = b.queue_s.p99 / a.queue_s.p99;
   return {
-      {"baseline p99 TTFT in 0.7-1.1 s", a.ttft_p99_s >= 0.7 && a.ttft_p99_s <= 1.1,
-       fmt::format("{:.2f} s", a.ttft_p99_s)},
+      {"baseline p99 TTFT in 0.7-1.1 s", a.ttft_s.p99 >= 0.7 && a.ttft_s.p99 <= 1.1,
+       fmt::format("{:.2f} s", a.ttft_s.p99)},
       {"incident p99 TTFT >= 4x baseline", p99x >= 4, fmt::format("{:.2f}x", p99x)},
       {"p50 TTFT rises at most 1.6x", p50x <= 1.6, fmt::format("{:.2f}x", p50x)},
       {"hit rate from >= 75% to <= 5%",

@@ -25,7 +25,7 @@ std::string Ratio(double a, double b) {
 
 }  // namespace
 
-std::string RenderSymptomTable(const WindowSymptoms& a, const WindowSymptoms& b, bool colour) {
+std::string RenderSymptomTable(const WindowStats& a, const WindowStats& b, bool colour) {
   const char* bold = colour ? "\033[1m" : "";
   const char* reset = colour ? "\033[0m" : "";
   const char* red = colour ? "\033[31m" : "";
@@ -43,30 +43,30 @@ std::string RenderSymptomTable(const WindowSymptoms& a, const WindowSymptoms& b,
       fmt::format("[{:.0f},{:.0f}) s", b.from_s, b.to_s), "", false);
   row("requests", Count(static_cast<double>(a.requests)), Count(static_cast<double>(b.requests)),
       Ratio(static_cast<double>(a.requests), static_cast<double>(b.requests)), false);
-  row("p50 TTFT", Secs(a.ttft_p50_s), Secs(b.ttft_p50_s), Ratio(a.ttft_p50_s, b.ttft_p50_s),
-      big(a.ttft_p50_s, b.ttft_p50_s, 2));
-  row("p99 TTFT", Secs(a.ttft_p99_s), Secs(b.ttft_p99_s), Ratio(a.ttft_p99_s, b.ttft_p99_s),
-      big(a.ttft_p99_s, b.ttft_p99_s, 2));
-  row("p99 queue time", Secs(a.queue_p99_s), Secs(b.queue_p99_s),
-      Ratio(a.queue_p99_s, b.queue_p99_s), big(a.queue_p99_s, b.queue_p99_s, 2));
-  row("p99 prefill time", Secs(a.prefill_p99_s), Secs(b.prefill_p99_s),
-      Ratio(a.prefill_p99_s, b.prefill_p99_s), big(a.prefill_p99_s, b.prefill_p99_s, 2));
-  row("inter-token latency p50", Secs(a.itl_p50_s), Secs(b.itl_p50_s),
-      Ratio(a.itl_p50_s, b.itl_p50_s), big(a.itl_p50_s, b.itl_p50_s, 1.5));
+  row("p50 TTFT", Secs(a.ttft_s.p50), Secs(b.ttft_s.p50), Ratio(a.ttft_s.p50, b.ttft_s.p50),
+      big(a.ttft_s.p50, b.ttft_s.p50, 2));
+  row("p99 TTFT", Secs(a.ttft_s.p99), Secs(b.ttft_s.p99), Ratio(a.ttft_s.p99, b.ttft_s.p99),
+      big(a.ttft_s.p99, b.ttft_s.p99, 2));
+  row("p99 queue time", Secs(a.queue_s.p99), Secs(b.queue_s.p99),
+      Ratio(a.queue_s.p99, b.queue_s.p99), big(a.queue_s.p99, b.queue_s.p99, 2));
+  row("p99 prefill time", Secs(a.prefill_s.p99), Secs(b.prefill_s.p99),
+      Ratio(a.prefill_s.p99, b.prefill_s.p99), big(a.prefill_s.p99, b.prefill_s.p99, 2));
+  row("inter-token latency p50", Secs(a.itl_s.p50), Secs(b.itl_s.p50),
+      Ratio(a.itl_s.p50, b.itl_s.p50), big(a.itl_s.p50, b.itl_s.p50, 1.5));
   row("error rate", Pct(a.error_rate), Pct(b.error_rate), "", false);
   row("replicas", Count(static_cast<double>(a.replicas)), Count(static_cast<double>(b.replicas)),
       "", a.replicas != b.replicas);
   row("prefix-cache hit rate", Pct(a.prefix_cache_hit_rate), Pct(b.prefix_cache_hit_rate), "",
       std::isfinite(a.prefix_cache_hit_rate) &&
           b.prefix_cache_hit_rate < 0.5 * a.prefix_cache_hit_rate);
-  row("p99 prompt tokens", Count(a.prompt_tokens_p99), Count(b.prompt_tokens_p99),
-      Ratio(a.prompt_tokens_p99, b.prompt_tokens_p99), false);
+  row("p99 prompt tokens", Count(a.prompt_tokens.p99), Count(b.prompt_tokens.p99),
+      Ratio(a.prompt_tokens.p99, b.prompt_tokens.p99), false);
   row("preemptions", Count(static_cast<double>(a.preemptions)),
       Count(static_cast<double>(b.preemptions)), "", b.preemptions > 2 * a.preemptions + 10);
   return out;
 }
 
-std::string RenderSymptomColumn(const WindowSymptoms& w) {
+std::string RenderSymptomColumn(const WindowStats& w) {
   std::string out;
   auto row = [&](const char* name, const std::string& v) {
     out += fmt::format("{:<24}{:>16}\n", name, v);
@@ -74,16 +74,16 @@ std::string RenderSymptomColumn(const WindowSymptoms& w) {
   row("window", fmt::format("[{:.0f},{:.0f}) s", w.from_s, w.to_s));
   row("requests", Count(static_cast<double>(w.requests)));
   row("request rate", fmt::format("{:.2f}/s", w.request_rate_rps));
-  row("p50 TTFT", Secs(w.ttft_p50_s));
-  row("p90 TTFT", Secs(w.ttft_p90_s));
-  row("p99 TTFT", Secs(w.ttft_p99_s));
-  row("p99 queue time", Secs(w.queue_p99_s));
-  row("p99 prefill time", Secs(w.prefill_p99_s));
-  row("inter-token latency p50", Secs(w.itl_p50_s));
+  row("p50 TTFT", Secs(w.ttft_s.p50));
+  row("p90 TTFT", Secs(w.ttft_s.p90));
+  row("p99 TTFT", Secs(w.ttft_s.p99));
+  row("p99 queue time", Secs(w.queue_s.p99));
+  row("p99 prefill time", Secs(w.prefill_s.p99));
+  row("inter-token latency p50", Secs(w.itl_s.p50));
   row("error rate", Pct(w.error_rate));
   row("replicas", Count(static_cast<double>(w.replicas)));
   row("prefix-cache hit rate", Pct(w.prefix_cache_hit_rate));
-  row("p99 prompt tokens", Count(w.prompt_tokens_p99));
+  row("p99 prompt tokens", Count(w.prompt_tokens.p99));
   row("preemptions", Count(static_cast<double>(w.preemptions)));
   return out;
 }

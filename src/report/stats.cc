@@ -15,21 +15,21 @@ using json = nlohmann::json;
 
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-json QuantileJson(const QuantileSet& q) {
-  if (!q.available) return nullptr;
+json QuantileJson(const TermQuantiles& q) {
+  if (!q.available()) return nullptr;
   static constexpr const char* kKeys[] = {"p50", "p90", "p99", "p999"};
   json j;
-  for (size_t i = 0; i < 4; ++i) j[kKeys[i]] = Num(q.values[i]);
+  for (size_t i = 0; i < 4; ++i) j[kKeys[i]] = Num(q.at(i));
   j["mean"] = Num(q.mean);
   j["n"] = q.count;
-  if (q.from_buckets) {
+  if (q.source == TermQuantiles::Source::kBuckets) {
     json b;
     for (size_t i = 0; i < 4; ++i) {
       b[kKeys[i]] = {Num(q.buckets[i].lower_bound), Num(q.buckets[i].upper_bound)};
     }
     j["bucket_bounds"] = b;
   }
-  if (q.from_sketch) j["relative_error"] = q.sketch_alpha;
+  if (q.source == TermQuantiles::Source::kSketch) j["relative_error"] = q.sketch_alpha;
   if (!q.note.empty()) j["note"] = q.note;
   return j;
 }
@@ -43,15 +43,15 @@ nlohmann::json StatsJson(const std::vector<GroupSummary>& groups, int64_t skippe
     json j;
     j["key"] = json::object();
     for (const auto& [k, v] : g.key) j["key"][k] = v;
-    j["count"] = g.count;
-    j["rate_rps"] = Num(g.rate_rps);
-    j["ttft_s"] = QuantileJson(g.ttft_s);
-    j["queue_s"] = QuantileJson(g.queue_s);
-    j["prefill_s"] = QuantileJson(g.prefill_s);
-    j["itl_s"] = QuantileJson(g.itl_s);
-    j["prompt_tokens"] = QuantileJson(g.prompt_tokens);
-    j["prefix_cache_hit_rate"] = Num(g.prefix_cache_hit_rate);
-    if (!g.hit_rate_note.empty()) j["prefix_cache_hit_rate_note"] = g.hit_rate_note;
+    j["count"] = g.stats.requests;
+    j["rate_rps"] = Num(g.stats.request_rate_rps);
+    j["ttft_s"] = QuantileJson(g.stats.ttft_s);
+    j["queue_s"] = QuantileJson(g.stats.queue_s);
+    j["prefill_s"] = QuantileJson(g.stats.prefill_s);
+    j["itl_s"] = QuantileJson(g.stats.itl_s);
+    j["prompt_tokens"] = QuantileJson(g.stats.prompt_tokens);
+    j["prefix_cache_hit_rate"] = Num(g.stats.prefix_cache_hit_rate);
+    if (!g.stats.hit_rate_note.empty()) j["prefix_cache_hit_rate_note"] = g.stats.hit_rate_note;
     out["groups"].push_back(std::move(j));
   }
   out["skipped"] = skipped;
@@ -67,25 +67,27 @@ std::string RenderStatsText(const std::vector<GroupSummary>& groups, int64_t ski
   for (const GroupSummary& g : groups) {
     std::string key;
     for (const auto& [k, v] : g.key) key += fmt::format("{}={} ", k, v);
-    out += fmt::format("{}count={} rate_rps={} prefix_cache_hit_rate={}\n", key, g.count,
-                       Fmt(g.rate_rps), Fmt(g.prefix_cache_hit_rate));
-    const std::pair<const char*, const QuantileSet*> rows[] = {{"ttft_s", &g.ttft_s},
-                                                               {"queue_s", &g.queue_s},
-                                                               {"prefill_s", &g.prefill_s},
-                                                               {"itl_s", &g.itl_s},
-                                                               {"prompt_tokens", &g.prompt_tokens}};
+    out += fmt::format("{}count={} rate_rps={} prefix_cache_hit_rate={}\n", key, g.stats.requests,
+                       Fmt(g.stats.request_rate_rps), Fmt(g.stats.prefix_cache_hit_rate));
+    const std::pair<const char*, const TermQuantiles*> rows[] = {
+        {"ttft_s", &g.stats.ttft_s},
+        {"queue_s", &g.stats.queue_s},
+        {"prefill_s", &g.stats.prefill_s},
+        {"itl_s", &g.stats.itl_s},
+        {"prompt_tokens", &g.stats.prompt_tokens}};
     for (const auto& [name, q] : rows) {
-      if (!q->available) {
+      if (!q->available()) {
         out += fmt::format("  {:<14} null\n", name);
         continue;
       }
-      out += fmt::format("  {:<14} p50={} p90={} p99={} p999={} mean={}", name, Fmt(q->values[0]),
-                         Fmt(q->values[1]), Fmt(q->values[2]), Fmt(q->values[3]), Fmt(q->mean));
-      if (q->from_buckets) {
+      out += fmt::format("  {:<14} p50={} p90={} p99={} p999={} mean={}", name, Fmt(q->at(0)),
+                         Fmt(q->at(1)), Fmt(q->at(2)), Fmt(q->at(3)), Fmt(q->mean));
+      if (q->source == TermQuantiles::Source::kBuckets) {
         out += fmt::format("  p99 in ({}, {}]", Fmt(q->buckets[2].lower_bound),
                            Fmt(q->buckets[2].upper_bound));
       }
-      if (q->from_sketch) out += fmt::format("  (sketch, ±{}%)", q->sketch_alpha * 100);
+      if (q->source == TermQuantiles::Source::kSketch)
+        out += fmt::format("  (sketch, ±{}%)", q->sketch_alpha * 100);
       out += fmt::format("\n");
       if (!q->note.empty()) out += fmt::format("  {:<14} note: {}\n", "", q->note);
     }
@@ -100,21 +102,25 @@ std::string RenderStatsCsv(const std::vector<GroupSummary>& groups) {
   for (const GroupSummary& g : groups) {
     std::string key;
     for (const auto& [k, v] : g.key) key += fmt::format("{}={}", k, v);
-    const std::pair<const char*, const QuantileSet*> rows[] = {{"ttft_s", &g.ttft_s},
-                                                               {"queue_s", &g.queue_s},
-                                                               {"prefill_s", &g.prefill_s},
-                                                               {"itl_s", &g.itl_s},
-                                                               {"prompt_tokens", &g.prompt_tokens}};
+    const std::pair<const char*, const TermQuantiles*> rows[] = {
+        {"ttft_s", &g.stats.ttft_s},
+        {"queue_s", &g.stats.queue_s},
+        {"prefill_s", &g.stats.prefill_s},
+        {"itl_s", &g.stats.itl_s},
+        {"prompt_tokens", &g.stats.prompt_tokens}};
     for (const auto& [name, quantities] : rows) {
-      const QuantileSet* q = quantities;  // clang 14 cannot capture a structured binding
+      const TermQuantiles* q = quantities;  // clang 14 cannot capture a structured binding
       auto f = [q](double v) {
-        return q->available && std::isfinite(v) ? fmt::format("{}", v) : "";
+        return q->available() && std::isfinite(v) ? fmt::format("{}", v) : "";
       };
-      out += fmt::format(
-          "\"{}\",{},{},{},{},{},{},{},{},{}\n", key, g.count,
-          std::isfinite(g.rate_rps) ? fmt::format("{}", g.rate_rps) : "", name, f(q->values[0]),
-          f(q->values[1]), f(q->values[2]), f(q->values[3]), f(q->mean),
-          std::isfinite(g.prefix_cache_hit_rate) ? fmt::format("{}", g.prefix_cache_hit_rate) : "");
+      out += fmt::format("\"{}\",{},{},{},{},{},{},{},{},{}\n", key, g.stats.requests,
+                         std::isfinite(g.stats.request_rate_rps)
+                             ? fmt::format("{}", g.stats.request_rate_rps)
+                             : "",
+                         name, f(q->at(0)), f(q->at(1)), f(q->at(2)), f(q->at(3)), f(q->mean),
+                         std::isfinite(g.stats.prefix_cache_hit_rate)
+                             ? fmt::format("{}", g.stats.prefix_cache_hit_rate)
+                             : "");
     }
   }
   return out;

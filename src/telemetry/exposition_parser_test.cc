@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ttft/telemetry.h"
+#include "ttft/window_stats.h"
 
 namespace ttft {
 namespace {
@@ -161,13 +162,13 @@ TEST(SummarizeMetrics, FirstBucketIsFlagged) {
   auto g = SummarizeMetrics(s, {});
   ASSERT_TRUE(g.ok());
   ASSERT_EQ(g->size(), 1u);
-  const QuantileSet& q = (*g)[0].queue_s;
-  ASSERT_TRUE(q.available);
+  const TermQuantiles& q = (*g)[0].stats.queue_s;
+  ASSERT_TRUE(q.available());
   EXPECT_TRUE(q.buckets[2].in_first_bucket);
   EXPECT_EQ(q.buckets[2].upper_bound, 0.3);
   EXPECT_NE(q.note.find("_sum/_count"), std::string::npos);
   EXPECT_DOUBLE_EQ(q.mean, 0.02);
-  EXPECT_FALSE((*g)[0].ttft_s.available);  // no TTFT family: null, not a guess
+  EXPECT_FALSE((*g)[0].stats.ttft_s.available());  // no TTFT family: null, not a guess
 }
 
 #ifdef TTFT_SHARED_DATA_DIR
@@ -225,10 +226,11 @@ TEST(RealTelemetry, PrePostWindowHas32Requests) {
   EXPECT_EQ(finished, 32);
   auto g = SummarizeMetrics(*w, {});
   ASSERT_TRUE(g.ok());
-  EXPECT_EQ((*g)[0].count, 32);
-  EXPECT_EQ((*g)[0].prefix_cache_hit_rate, 0.0);
-  EXPECT_TRUE((*g)[0].ttft_s.from_buckets);
-  EXPECT_GT((*g)[0].ttft_s.buckets[2].upper_bound, (*g)[0].ttft_s.buckets[2].lower_bound);
+  EXPECT_EQ((*g)[0].stats.requests, 32);
+  EXPECT_EQ((*g)[0].stats.prefix_cache_hit_rate, 0.0);
+  EXPECT_TRUE((*g)[0].stats.ttft_s.source == TermQuantiles::Source::kBuckets);
+  EXPECT_GT((*g)[0].stats.ttft_s.buckets[2].upper_bound,
+            (*g)[0].stats.ttft_s.buckets[2].lower_bound);
 }
 #endif
 

@@ -21,6 +21,7 @@
 
 #include "telemetry/prometheus_process_testing.h"
 #include "ttft/telemetry.h"
+#include "ttft/window_stats.h"
 
 namespace ttft {
 namespace {
@@ -422,29 +423,29 @@ TEST_F(LivePrometheus, WindowsMatchPrometheusHistogramQuantileAndSurviveAReset) 
   // Counts and hit rates are exactly the exporter's increments.
   const ExporterState s1 = exporter_->state(1), s4 = exporter_->state(kPhaseBFrom - 1),
                       s9 = exporter_->state(kResetAt - 1);
-  EXPECT_EQ(base.count, static_cast<int64_t>(s4.ttft.count - s1.ttft.count));
-  EXPECT_EQ(incident.count, static_cast<int64_t>(s9.ttft.count - s4.ttft.count));
-  EXPECT_EQ(base.count, 3 * kObsPerScrape);
-  EXPECT_DOUBLE_EQ(base.prefix_cache_hit_rate, 0.6);
-  EXPECT_DOUBLE_EQ(incident.prefix_cache_hit_rate, 0.2);
-  EXPECT_NEAR(base.ttft_s.mean, (s4.ttft.sum - s1.ttft.sum) / (s4.ttft.count - s1.ttft.count),
+  EXPECT_EQ(base.stats.requests, static_cast<int64_t>(s4.ttft.count - s1.ttft.count));
+  EXPECT_EQ(incident.stats.requests, static_cast<int64_t>(s9.ttft.count - s4.ttft.count));
+  EXPECT_EQ(base.stats.requests, 3 * kObsPerScrape);
+  EXPECT_DOUBLE_EQ(base.stats.prefix_cache_hit_rate, 0.6);
+  EXPECT_DOUBLE_EQ(incident.stats.prefix_cache_hit_rate, 0.2);
+  EXPECT_NEAR(base.stats.ttft_s.mean, (s4.ttft.sum - s1.ttft.sum) / (s4.ttft.count - s1.ttft.count),
               1e-9);
   // The same quantiles as Prometheus's histogram_quantile on the same data.
-  for (size_t i = 0; i < QuantileSet::kQs.size(); ++i) {
-    const double q = QuantileSet::kQs[i];
+  for (size_t i = 0; i < TermQuantiles::kQs.size(); ++i) {
+    const double q = TermQuantiles::kQs[i];
     SCOPED_TRACE(fmt::format("q={}", q));
-    ASSERT_TRUE(base.ttft_s.available && incident.ttft_s.available);
+    ASSERT_TRUE(base.stats.ttft_s.available() && incident.stats.ttft_s.available());
     const double prom_base = PromQuantile("vllm:time_to_first_token_seconds", q, t1, t4);
     const double prom_incident = PromQuantile("vllm:time_to_first_token_seconds", q, t4, t9);
-    EXPECT_NEAR(base.ttft_s.values[i], prom_base, 1e-9 * std::max(1.0, prom_base));
-    EXPECT_NEAR(incident.ttft_s.values[i], prom_incident, 1e-9 * std::max(1.0, prom_incident));
-    EXPECT_GE(base.ttft_s.values[i], base.ttft_s.buckets[i].lower_bound);
-    EXPECT_LE(base.ttft_s.values[i], base.ttft_s.buckets[i].upper_bound);
+    EXPECT_NEAR(base.stats.ttft_s.at(i), prom_base, 1e-9 * std::max(1.0, prom_base));
+    EXPECT_NEAR(incident.stats.ttft_s.at(i), prom_incident, 1e-9 * std::max(1.0, prom_incident));
+    EXPECT_GE(base.stats.ttft_s.at(i), base.stats.ttft_s.buckets[i].lower_bound);
+    EXPECT_LE(base.stats.ttft_s.at(i), base.stats.ttft_s.buckets[i].upper_bound);
     const double prom_queue = PromQuantile("vllm:request_queue_time_seconds", q, t1, t4);
-    EXPECT_NEAR(base.queue_s.values[i], prom_queue, 1e-9 * std::max(1.0, prom_queue));
+    EXPECT_NEAR(base.stats.queue_s.at(i), prom_queue, 1e-9 * std::max(1.0, prom_queue));
   }
   // The regression is visible: the incident's p99 is several times the baseline's.
-  EXPECT_GT(incident.ttft_s.values[2], 2 * base.ttft_s.values[2]);
+  EXPECT_GT(incident.stats.ttft_s.at(2), 2 * base.stats.ttft_s.at(2));
 
   // The replica restarted before scrape kResetAt; a grid finer than the scrape
   // interval sees every sample, so the window holds exactly the observations made.
@@ -453,8 +454,8 @@ TEST_F(LivePrometheus, WindowsMatchPrometheusHistogramQuantileAndSurviveAReset) 
   const double expected =
       (exporter_->state(kResetAt - 1).ttft.count - exporter_->state(a).ttft.count) +
       exporter_->state(b).ttft.count;
-  EXPECT_EQ(g.count, static_cast<int64_t>(expected));
-  EXPECT_EQ(g.count, (b - a) * kObsPerScrape);
+  EXPECT_EQ(g.stats.requests, static_cast<int64_t>(expected));
+  EXPECT_EQ(g.stats.requests, (b - a) * kObsPerScrape);
 }
 
 }  // namespace

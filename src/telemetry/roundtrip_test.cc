@@ -10,6 +10,7 @@
 #include "ttft/fleet.h"
 #include "ttft/stats.h"
 #include "ttft/telemetry.h"
+#include "ttft/window_stats.h"
 
 namespace ttft {
 namespace {
@@ -100,9 +101,9 @@ TEST_F(SimulatorRoundTrip, SpansJsonlGiveTheSameCountsAndExactQuantiles) {
   ASSERT_EQ(table.size(), sink_->spans.size());
   auto groups = SummarizeSpans(table, {});
   ASSERT_TRUE(groups.ok());
-  for (size_t i = 0; i < QuantileSet::kQs.size(); ++i) {
-    EXPECT_EQ(groups->front().ttft_s.values[i],
-              ExactFloatQuantile(sink_->spans, QuantileSet::kQs[i]));
+  for (size_t i = 0; i < TermQuantiles::kQs.size(); ++i) {
+    EXPECT_EQ(groups->front().stats.ttft_s.at(i),
+              ExactFloatQuantile(sink_->spans, TermQuantiles::kQs[i]));
   }
   // Grouped by replica: the per-replica counts add up to the spans of each replica.
   SummaryOptions by;
@@ -113,7 +114,7 @@ TEST_F(SimulatorRoundTrip, SpansJsonlGiveTheSameCountsAndExactQuantiles) {
   for (const GroupSummary& g : *per) {
     const int64_t n = std::count_if(sink_->spans.begin(), sink_->spans.end(),
                                     [&](const Span& s) { return s.replica == g.key[0].second; });
-    EXPECT_EQ(g.count, n);
+    EXPECT_EQ(g.stats.requests, n);
   }
 }
 
@@ -134,9 +135,9 @@ TEST_F(SimulatorRoundTrip, OtlpRenderingGivesTheSameCountsAndQuantiles) {
   ASSERT_EQ(table.size(), sink_->spans.size());
   auto groups = SummarizeSpans(table, {});
   ASSERT_TRUE(groups.ok());
-  for (size_t i = 0; i < QuantileSet::kQs.size(); ++i) {
-    EXPECT_EQ(groups->front().ttft_s.values[i],
-              ExactFloatQuantile(sink_->spans, QuantileSet::kQs[i]));
+  for (size_t i = 0; i < TermQuantiles::kQs.size(); ++i) {
+    EXPECT_EQ(groups->front().stats.ttft_s.at(i),
+              ExactFloatQuantile(sink_->spans, TermQuantiles::kQs[i]));
   }
   // Resource attributes came back as labels; the hit rate is the spans' own.
   int64_t cached = 0, prompt = 0;
@@ -146,7 +147,7 @@ TEST_F(SimulatorRoundTrip, OtlpRenderingGivesTheSameCountsAndQuantiles) {
       prompt += s.prompt_tokens;
     }
   }
-  EXPECT_NEAR(groups->front().prefix_cache_hit_rate,
+  EXPECT_NEAR(groups->front().stats.prefix_cache_hit_rate,
               static_cast<double>(cached) / static_cast<double>(prompt), 1e-12);
   SummaryOptions by;
   by.by = "region";
@@ -185,13 +186,13 @@ TEST_F(SimulatorRoundTrip, ExpositionSnapshotsGiveTheCountAndBucketsHoldingTheEx
   const GroupSummary& g = groups->front();
   int64_t with_ttft = 0;
   for (const Span& s : sink_->spans) with_ttft += std::isnan(s.ttft_s) ? 0 : 1;
-  EXPECT_EQ(g.count, with_ttft);
-  ASSERT_TRUE(g.ttft_s.from_buckets);
-  for (size_t i = 0; i < QuantileSet::kQs.size(); ++i) {
-    const double exact = ExactFloatQuantile(sink_->spans, QuantileSet::kQs[i]);
-    SCOPED_TRACE(testing::Message() << "q=" << QuantileSet::kQs[i] << " exact=" << exact);
-    EXPECT_LE(g.ttft_s.buckets[i].lower_bound, exact * (1 + 1e-6));
-    EXPECT_GE(g.ttft_s.buckets[i].upper_bound, exact * (1 - 1e-6));
+  EXPECT_EQ(g.stats.requests, with_ttft);
+  ASSERT_TRUE(g.stats.ttft_s.source == TermQuantiles::Source::kBuckets);
+  for (size_t i = 0; i < TermQuantiles::kQs.size(); ++i) {
+    const double exact = ExactFloatQuantile(sink_->spans, TermQuantiles::kQs[i]);
+    SCOPED_TRACE(testing::Message() << "q=" << TermQuantiles::kQs[i] << " exact=" << exact);
+    EXPECT_LE(g.stats.ttft_s.buckets[i].lower_bound, exact * (1 + 1e-6));
+    EXPECT_GE(g.stats.ttft_s.buckets[i].upper_bound, exact * (1 - 1e-6));
   }
   // The window between the first and last scrape counts the requests in between.
   ReadReport wr;
@@ -201,12 +202,12 @@ TEST_F(SimulatorRoundTrip, ExpositionSnapshotsGiveTheCountAndBucketsHoldingTheEx
   ASSERT_TRUE(wg.ok());
   auto first = SummarizeMetrics(sink_->snapshots.front(), {});
   ASSERT_TRUE(first.ok());
-  EXPECT_EQ(wg->front().count + first->front().count, g.count);
+  EXPECT_EQ(wg->front().stats.requests + first->front().stats.requests, g.stats.requests);
 }
 
 TEST_F(SimulatorRoundTrip, StreamingPathIsWithinTheSketchErrorOfExact) {
   SpanTable table;
-  auto streaming = StreamingSummarizer::Create({});
+  auto streaming = StreamingStats::Create({});
   ASSERT_TRUE(streaming.ok());
   std::string jsonl;
   for (const Span& s : sink_->spans) {
@@ -220,19 +221,20 @@ TEST_F(SimulatorRoundTrip, StreamingPathIsWithinTheSketchErrorOfExact) {
   ASSERT_TRUE(ParseSpans(jsonl, "a", no_dedup, **streaming, r2).ok());
   const auto sketch = (*streaming)->Finish();
   ASSERT_EQ(sketch.size(), 1u);
-  EXPECT_EQ(sketch[0].count, static_cast<int64_t>(table.size()));
-  ASSERT_TRUE(sketch[0].ttft_s.from_sketch);
-  const double alpha = sketch[0].ttft_s.sketch_alpha;
+  EXPECT_EQ(sketch[0].stats.requests, static_cast<int64_t>(table.size()));
+  ASSERT_TRUE(sketch[0].stats.ttft_s.source == TermQuantiles::Source::kSketch);
+  const double alpha = sketch[0].stats.ttft_s.sketch_alpha;
   // The sketch answers with order statistic floor(q (n - 1)) to within alpha.
   std::vector<double> v;
   for (float x : table.ttft_s()) {
     if (!std::isnan(x)) v.push_back(x);
   }
   std::sort(v.begin(), v.end());
-  for (size_t i = 0; i < QuantileSet::kQs.size(); ++i) {
-    const double q = QuantileSet::kQs[i];
+  for (size_t i = 0; i < TermQuantiles::kQs.size(); ++i) {
+    const double q = TermQuantiles::kQs[i];
     const double exact = v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
-    EXPECT_NEAR(sketch[0].ttft_s.values[i], exact, alpha * exact * (1 + 1e-9) + 1e-7) << "q=" << q;
+    EXPECT_NEAR(sketch[0].stats.ttft_s.at(i), exact, alpha * exact * (1 + 1e-9) + 1e-7)
+        << "q=" << q;
   }
 }
 

@@ -1,4 +1,4 @@
-// Window statistics from spans and from metric snapshots (ttft/diagnose.h).
+// Window statistics from spans and from metric snapshots (ttft/window_stats.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -6,9 +6,10 @@
 #include <cmath>
 #include <vector>
 
-#include "diagnose/gather.h"
-#include "ttft/diagnose.h"
+#include "dataset/gather.h"
+#include "dataset/internal.h"
 #include "ttft/stats.h"
+#include "ttft/window_stats.h"
 
 namespace ttft {
 
@@ -50,15 +51,33 @@ void SelectQuantiles(std::span<T> v, std::span<const double> qs, double* out) {
 
 constexpr std::array<double, 3> kTermQs = {0.5, 0.9, 0.99};
 
+// The quantiles of one term: p50/p90/p99, and with `full` p99.9 and the mean too.
 template <typename T>
-TermQuantiles TermsOf(const diag::Gather<T>& v) {
+TermQuantiles TermsOf(const stats_internal::Gather<T>& v, bool full) {
+  TermQuantiles t;
+  t.count = static_cast<int64_t>(v.size());
+  if (full) {
+    std::array<double, 4> q;
+    SelectQuantiles(v.values(), TermQuantiles::kQs, q.data());
+    t.p50 = q[0];
+    t.p90 = q[1];
+    t.p99 = q[2];
+    t.p999 = q[3];
+    double sum = 0;
+    for (T x : v.values()) sum += static_cast<double>(x);
+    if (t.count > 0) t.mean = sum / static_cast<double>(t.count);
+    return t;
+  }
   std::array<double, 3> q;
   SelectQuantiles(v.values(), kTermQs, q.data());
-  return {q[0], q[1], q[2]};
+  t.p50 = q[0];
+  t.p90 = q[1];
+  t.p99 = q[2];
+  return t;
 }
 
 template <typename T>
-double QuantileOf(const diag::Gather<T>& v, double q) {
+double QuantileOf(const stats_internal::Gather<T>& v, double q) {
   double out;
   SelectQuantiles(v.values(), std::span<const double>(&q, 1), &out);
   return out;
@@ -68,13 +87,10 @@ double Mean(double sum, int64_t n) { return n > 0 ? sum / static_cast<double>(n)
 
 }  // namespace
 
-WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> rows, double from_s,
-                               double to_s) {
-  diag::GatherArena arena;
-  return diag::ComputeWindowStats(t, rows, from_s, to_s, arena);
-}
+WindowStatsArena::WindowStatsArena() : buffers_(std::make_unique<Buffers>()) {}
+WindowStatsArena::~WindowStatsArena() = default;
 
-namespace diag {
+namespace stats_internal {
 namespace {
 
 // Adds row `r` of `t` to `a` (the body of ComputeWindowStats' pass over its rows).
@@ -144,29 +160,40 @@ WindowStats Finish(const SpanTable& t, double from_s, double to_s, StatsScratch&
       w.requests > 0 ? static_cast<double>(w.errors) / static_cast<double>(w.requests) : kMissing;
   if (a.lean) {
     w.ttft_s.p99 = QuantileOf(a.ttft, 0.99);
+    w.ttft_s.count = static_cast<int64_t>(a.ttft.size());
   } else {
-    w.ttft_s = TermsOf(a.ttft);
-    w.queue_s = TermsOf(a.queue);
-    w.prefill_s = TermsOf(a.prefill);
-    w.front_end_s = TermsOf(a.fe);
-    w.itl_p50_s = QuantileOf(a.itl, 0.5);
+    w.ttft_s = TermsOf(a.ttft, a.full);
+    w.queue_s = TermsOf(a.queue, a.full);
+    w.prefill_s = TermsOf(a.prefill, a.full);
+    w.front_end_s = TermsOf(a.fe, a.full);
+    if (a.full) {
+      w.itl_s = TermsOf(a.itl, true);
+    } else {
+      w.itl_s.p50 = QuantileOf(a.itl, 0.5);
+      w.itl_s.count = static_cast<int64_t>(a.itl.size());
+    }
   }
   w.itl_max_p99_s = QuantileOf(a.itl_max, 0.99);
   w.prefix_cache_hit_rate = a.hit_prompt_sum > 0 ? a.cached_sum / a.hit_prompt_sum : kMissing;
   w.cached_tokens_mean = Mean(a.cached_sum, a.cached_n);
   w.uncached_tokens_mean =
       a.cached_n > 0 ? (a.hit_prompt_sum - a.cached_sum) / a.cached_n : kMissing;
-  w.prompt_tokens_mean = Mean(a.prompt_sum, static_cast<int64_t>(a.prompt.size()));
-  if (a.lean) {
-    w.prompt_tokens_p99 = QuantileOf(a.prompt, 0.99);
+  if (a.full) {
+    w.prompt_tokens = TermsOf(a.prompt, true);
+  } else if (a.lean) {
+    w.prompt_tokens.p99 = QuantileOf(a.prompt, 0.99);
   } else if (!a.prompt.empty()) {
     std::array<double, 2> q;
     SelectQuantiles(a.prompt.values(), std::array<double, 2>{0.5, 0.99}, q.data());
-    w.prompt_tokens_p50 = q[0];
-    w.prompt_tokens_p99 = q[1];
+    w.prompt_tokens.p50 = q[0];
+    w.prompt_tokens.p99 = q[1];
   }
+  w.prompt_tokens.count = static_cast<int64_t>(a.prompt.size());
+  // The mean from the running sum, as before (the same value TermsOf gives).
+  w.prompt_tokens.mean = Mean(a.prompt_sum, static_cast<int64_t>(a.prompt.size()));
   w.output_tokens_mean = Mean(a.output_sum, a.output_n);
   if (!a.lean) w.output_tokens_p99 = QuantileOf(a.output, 0.99);
+  w.preemptions = a.preempt_sum;
   w.preemptions_per_request = Mean(static_cast<double>(a.preempt_sum), a.preempt_n);
   w.prefill_s_per_1k_uncached = QuantileOf(a.per_token, 0.5);
   w.concurrency = len > 0 && w.ok > 0 ? a.e2e_sum / len : kMissing;
@@ -185,6 +212,7 @@ WindowStats Finish(const SpanTable& t, double from_s, double to_s, StatsScratch&
 
 void StatsScratch::Reset(size_t label_sets, double threshold, bool lean_stats) {
   lean = lean_stats;
+  full = false;
   set_seen.assign(label_sets, 0);
   requests = ok = errors = rejected_too_long = 0;
   cached_n = output_n = preempt_sum = preempt_n = 0;
@@ -193,10 +221,14 @@ void StatsScratch::Reset(size_t label_sets, double threshold, bool lean_stats) {
   above = 0;
 }
 
+}  // namespace stats_internal
+
 WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> rows, double from_s,
-                               double to_s, GatherArena& arena) {
-  StatsScratch sc;
+                               double to_s, StatsDetail detail, WindowStatsArena& arena_) {
+  stats_internal::GatherArena& arena = arena_.buffers();
+  stats_internal::StatsScratch sc;
   sc.Reset(t.num_label_sets(), kMissing, /*lean_stats=*/false);
+  sc.full = detail == StatsDetail::kFull;
   const size_t n = rows.size();  // each row adds at most one value to each gather
   sc.ttft.Bind(arena.ttft.Room(n));
   sc.queue.Bind(arena.queue.Room(n));
@@ -207,14 +239,22 @@ WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> row
   sc.prompt.Bind(arena.prompt.Room(n));
   sc.output.Bind(arena.output.Room(n));
   sc.per_token.Bind(arena.per_token.Room(n));
-  for (uint32_t r : rows) Accumulate(t, r, sc);
-  return Finish(t, from_s, to_s, sc);
+  for (uint32_t r : rows) stats_internal::Accumulate(t, r, sc);
+  return stats_internal::Finish(t, from_s, to_s, sc);
 }
 
-std::vector<GroupStats> ComputeGroupStats(const SpanTable& t, std::span<const uint32_t> rows,
-                                          std::span<const int> group_of_set, size_t groups,
-                                          double from_s, double to_s, double threshold,
-                                          GatherArena& arena) {
+WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> rows, double from_s,
+                               double to_s, StatsDetail detail) {
+  WindowStatsArena arena;
+  return ComputeWindowStats(t, rows, from_s, to_s, detail, arena);
+}
+
+std::vector<GroupWindowStats> ComputeGroupWindowStats(const SpanTable& t,
+                                                      std::span<const uint32_t> rows,
+                                                      std::span<const int> group_of_set,
+                                                      size_t groups, double from_s, double to_s,
+                                                      double threshold, WindowStatsArena& arena_) {
+  stats_internal::GatherArena& arena = arena_.buffers();
   const auto sets = t.label_set();
   // Group g gathers into [first[g], first[g] + its rows) of each buffer (a counting
   // sort: one buffer per quantity for all groups, reused across splits).
@@ -226,7 +266,7 @@ std::vector<GroupStats> ComputeGroupStats(const SpanTable& t, std::span<const ui
   float* itl_max = arena.itl_max.Room(n);
   int32_t* prompt = arena.prompt.Room(n);
   double* per_token = arena.per_token.Room(n);
-  std::vector<StatsScratch> acc(groups);
+  std::vector<stats_internal::StatsScratch> acc(groups);
   for (size_t g = 0; g < groups; ++g) {
     acc[g].Reset(t.num_label_sets(), threshold, /*lean_stats=*/true);
     acc[g].ttft.Bind(ttft + first[g]);
@@ -234,59 +274,16 @@ std::vector<GroupStats> ComputeGroupStats(const SpanTable& t, std::span<const ui
     acc[g].prompt.Bind(prompt + first[g]);
     acc[g].per_token.Bind(per_token + first[g]);
   }
-  for (uint32_t r : rows) Accumulate(t, r, acc[static_cast<size_t>(group_of_set[sets[r]])]);
-  std::vector<GroupStats> out(groups);
+  for (uint32_t r : rows) {
+    stats_internal::Accumulate(t, r, acc[static_cast<size_t>(group_of_set[sets[r]])]);
+  }
+  std::vector<GroupWindowStats> out(groups);
   for (size_t g = 0; g < groups; ++g) {
     out[g].above = acc[g].above;
-    out[g].stats = Finish(t, from_s, to_s, acc[g]);
+    out[g].stats = stats_internal::Finish(t, from_s, to_s, acc[g]);
   }
   return out;
 }
-
-}  // namespace diag
-
-namespace {
-
-// The sum over series of a histogram family, as buckets.
-std::vector<Bucket> SumBuckets(const MetricFamily* f, double* count, double* sum) {
-  std::vector<Bucket> out;
-  *count = 0;
-  *sum = 0;
-  if (f == nullptr || f->type != MetricType::kHistogram) return out;
-  for (const MetricSeries& s : f->series) {
-    const HistogramValue& h = s.histogram;
-    if (out.empty()) {
-      for (double b : h.upper_bounds) out.push_back({b, 0});
-    }
-    if (h.upper_bounds.size() + 0 != out.size()) continue;  // differing bounds: skip
-    for (size_t i = 0; i < out.size(); ++i) out[i].cumulative_count += h.cumulative_counts[i];
-    *count += h.count;
-    *sum += h.sum;
-  }
-  if (!out.empty()) out.push_back({std::numeric_limits<double>::infinity(), *count});
-  return out;
-}
-
-TermQuantiles TermsFromHistogram(const MetricSnapshot& w, CanonicalMetric m) {
-  TermQuantiles t;
-  double count = 0, sum = 0;
-  std::vector<Bucket> b = SumBuckets(FindCanonical(w, m), &count, &sum);
-  if (b.size() < 2 || count <= 0) return t;
-  t.p50 = HistogramQuantile(0.5, b).value;
-  t.p90 = HistogramQuantile(0.9, b).value;
-  t.p99 = HistogramQuantile(0.99, b).value;
-  return t;
-}
-
-double SumCounter(const MetricSnapshot& w, CanonicalMetric m) {
-  const MetricFamily* f = FindCanonical(w, m);
-  if (f == nullptr) return kMissing;
-  double v = 0;
-  for (const MetricSeries& s : f->series) v += s.value;
-  return v;
-}
-
-}  // namespace
 
 Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snapshots, double from_s,
                                            double to_s) {
@@ -297,33 +294,14 @@ Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snaps
   }
   ReadReport report;
   TTFT_ASSIGN_OR_RETURN(MetricSnapshot d, WindowDelta(snapshots, report));
-  WindowStats w;
+  WindowStats w = dataset_internal::MetricGroupStats(d, std::nullopt, "");
   w.from_s = from_s;
   w.to_s = to_s;
-  w.from_metrics = true;
-  w.ttft_s = TermsFromHistogram(d, CanonicalMetric::kTtft);
-  w.queue_s = TermsFromHistogram(d, CanonicalMetric::kQueue);
-  w.prefill_s = TermsFromHistogram(d, CanonicalMetric::kPrefill);
-  w.itl_p50_s = TermsFromHistogram(d, CanonicalMetric::kItl).p50;
-  const TermQuantiles prompt = TermsFromHistogram(d, CanonicalMetric::kPromptTokensHist);
-  w.prompt_tokens_p50 = prompt.p50;
-  w.prompt_tokens_p99 = prompt.p99;
-  double count = 0, sum = 0;
-  SumBuckets(FindCanonical(d, CanonicalMetric::kTtft), &count, &sum);
-  w.requests = w.ok = static_cast<int64_t>(std::llround(count));
   const double span_s = snapshots.back().timestamp_s - snapshots.front().timestamp_s;
-  w.request_rate_rps = span_s > 0 ? count / span_s : kMissing;
-  const double hits = SumCounter(d, CanonicalMetric::kPrefixCacheHits);
-  const double queries = SumCounter(d, CanonicalMetric::kPrefixCacheQueries);
-  w.prefix_cache_hit_rate = PrefixCacheHitRateFromCounters(hits, queries);
-  const double preempt = SumCounter(d, CanonicalMetric::kPreemptions);
-  w.preemptions_per_request = count > 0 ? preempt / count : kMissing;
-  double ptok_count = 0, ptok_sum = 0;
-  SumBuckets(FindCanonical(d, CanonicalMetric::kPromptTokensHist), &ptok_count, &ptok_sum);
-  w.prompt_tokens_mean = ptok_count > 0 ? ptok_sum / ptok_count : kMissing;
-  if (std::isfinite(w.prompt_tokens_mean) && std::isfinite(w.prefix_cache_hit_rate)) {
-    w.cached_tokens_mean = w.prompt_tokens_mean * w.prefix_cache_hit_rate;
-    w.uncached_tokens_mean = w.prompt_tokens_mean - w.cached_tokens_mean;
+  w.request_rate_rps = span_s > 0 ? static_cast<double>(w.ttft_s.count) / span_s : kMissing;
+  if (std::isfinite(w.prompt_tokens.mean) && std::isfinite(w.prefix_cache_hit_rate)) {
+    w.cached_tokens_mean = w.prompt_tokens.mean * w.prefix_cache_hit_rate;
+    w.uncached_tokens_mean = w.prompt_tokens.mean - w.cached_tokens_mean;
   }
   // KV usage: the mean over replicas of the gauge, averaged over the scrapes.
   double kv_sum = 0;

@@ -1,22 +1,22 @@
 // -----------------------------------------------------------------------------
-// File: diagnose/gather.h (private to the diagnose module)
+// File: dataset/gather.h (private to the dataset module)
 // -----------------------------------------------------------------------------
 //
 // The machinery of the window statistics' passes over the span table: gathers of one
-// quantity, the reusable buffers behind them, and ComputeWindowStats /
-// ComputeGroupStats with caller-owned buffers (window_stats.cc).
+// quantity, the reusable buffers behind them (WindowStatsArena::Buffers) and the
+// state of one pass (window_stats.cc).
 
-#ifndef TTFT_DIAGNOSE_GATHER_H_
-#define TTFT_DIAGNOSE_GATHER_H_
+#ifndef TTFT_DATASET_GATHER_H_
+#define TTFT_DATASET_GATHER_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "ttft/diagnose.h"
+#include "ttft/window_stats.h"
 
-namespace ttft::diag {
+namespace ttft::stats_internal {
 
 // The values one pass over rows gathers for one quantity, written at a cursor into
 // storage the caller sized. REQUIRES: no more push_back calls than the room bound.
@@ -72,31 +72,17 @@ struct StatsScratch {
   double prompt_sum = 0, cached_sum = 0, hit_prompt_sum = 0, output_sum = 0, e2e_sum = 0;
   double above_threshold = kMissing;  // ok rows with ttft above it are counted in `above`
   int64_t above = 0;
-  bool lean = false;  // only the figures group rows carry (GroupRow in ttft/diagnose.h)
+  bool lean = false;  // only the figures ComputeGroupWindowStats documents
+  bool full = false;  // StatsDetail::kFull
   // Zeroes the counters; the gathers are bound by the caller.
   void Reset(size_t label_sets, double threshold, bool lean_stats);
 };
 
-// ttft::ComputeWindowStats with caller-owned buffers (identical results).
-WindowStats ComputeWindowStats(const SpanTable& t, std::span<const uint32_t> rows, double from_s,
-                               double to_s, GatherArena& arena);
+}  // namespace ttft::stats_internal
 
-// The stats of every group of a window, and its ok requests with ttft > `threshold`.
-struct GroupStats {
-  WindowStats stats;
-  int64_t above = 0;
-};
+namespace ttft {
+// The public arena is the gather buffers.
+struct WindowStatsArena::Buffers : stats_internal::GatherArena {};
+}  // namespace ttft
 
-// Statistics of all the groups of a window in ONE pass over `rows`, each row going to
-// group group_of_set[label set] in [0, groups): the columns are read in order instead
-// of gathered once per group (a group's rows are spread over the whole table). Each
-// group's figures equal ComputeWindowStats' on its rows, except the quantiles GroupRow
-// documents as not computed (NaN).
-std::vector<GroupStats> ComputeGroupStats(const SpanTable& t, std::span<const uint32_t> rows,
-                                          std::span<const int> group_of_set, size_t groups,
-                                          double from_s, double to_s, double threshold,
-                                          GatherArena& arena);
-
-}  // namespace ttft::diag
-
-#endif  // TTFT_DIAGNOSE_GATHER_H_
+#endif  // TTFT_DATASET_GATHER_H_

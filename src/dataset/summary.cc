@@ -1,41 +1,32 @@
-// Per-group summaries for `ttft stats` (ttft/telemetry.h): exact (span table),
-// streaming (DDSketch per group) and from histogram buckets (PromQL semantics).
+// Per-group statistics (ttft/window_stats.h): exact (span table), streaming (DDSketch
+// per group) and from histogram buckets (PromQL semantics). Every path fills the one
+// WindowStats.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
-#include "ttft/telemetry.h"
+#include "dataset/internal.h"
+#include "ttft/window_stats.h"
 
 namespace ttft {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr const char* kItlNote = "per-request mean inter-token latency";
+constexpr const char* kSpanHitRateNote = "cached_tokens / prompt_tokens";
 
-QuantileSet ExactSet(std::vector<double>& v) {
-  QuantileSet q;
-  std::erase_if(v, [](double x) { return std::isnan(x); });
-  q.count = static_cast<int64_t>(v.size());
-  if (v.empty()) return q;
-  q.available = true;
-  double sum = 0;
-  for (double x : v) sum += x;
-  q.mean = sum / static_cast<double>(v.size());
-  for (size_t i = 0; i < QuantileSet::kQs.size(); ++i)
-    q.values[i] = Quantile(v, QuantileSet::kQs[i]);
-  return q;
-}
-
-QuantileSet SketchSet(const DDSketch& s) {
-  QuantileSet q;
+TermQuantiles SketchTerms(const DDSketch& s) {
+  TermQuantiles q;
   q.count = s.count();
   if (s.count() == 0) return q;
-  q.available = true;
-  q.from_sketch = true;
+  q.source = TermQuantiles::Source::kSketch;
   q.sketch_alpha = s.alpha();
   q.mean = s.sum() / static_cast<double>(s.count());
-  for (size_t i = 0; i < QuantileSet::kQs.size(); ++i)
-    q.values[i] = s.Quantile(QuantileSet::kQs[i]);
+  q.p50 = s.Quantile(0.5);
+  q.p90 = s.Quantile(0.9);
+  q.p99 = s.Quantile(0.99);
+  q.p999 = s.Quantile(0.999);
   return q;
 }
 
@@ -54,11 +45,10 @@ Status CheckBy(const SummaryOptions& o, std::optional<SpanLabel>& label, bool& b
   return Status::Ok();
 }
 
-void SetRate(GroupSummary& g, double first, double last) {
-  if (g.count >= 2 && last > first) {
-    g.window_s = last - first;
-    g.rate_rps = static_cast<double>(g.count) / g.window_s;
-  }
+bool InRange(double arrival, const SummaryOptions& o) {
+  // Spans without an arrival time count only when no range was asked for.
+  return (arrival >= o.from_s && arrival < o.to_s) ||
+         (std::isnan(arrival) && std::isinf(o.from_s) && std::isinf(o.to_s));
 }
 
 }  // namespace
@@ -71,10 +61,7 @@ Result<std::vector<GroupSummary>> SummarizeSpans(const SpanTable& t, const Summa
   std::map<std::string, std::vector<uint32_t>, std::less<>> rows;
   const auto arrival = t.arrival_s();
   for (size_t i = 0; i < t.size(); ++i) {
-    if (!(arrival[i] >= o.from_s && arrival[i] < o.to_s) &&
-        !(std::isnan(arrival[i]) && std::isinf(o.from_s) && std::isinf(o.to_s))) {
-      continue;
-    }
+    if (!InRange(arrival[i], o)) continue;
     std::string key;
     if (by_status) {
       key = std::string(ToString(t.status()[i]));
@@ -84,70 +71,47 @@ Result<std::vector<GroupSummary>> SummarizeSpans(const SpanTable& t, const Summa
     rows[key].push_back(static_cast<uint32_t>(i));
   }
   std::vector<GroupSummary> out;
-  std::vector<double> buf;
-  auto column = [&](std::span<const float> col, const std::vector<uint32_t>& idx) {
-    buf.clear();
-    for (uint32_t i : idx) buf.push_back(col[i]);
-    return ExactSet(buf);
-  };
+  WindowStatsArena arena;
   for (const auto& [key, idx] : rows) {
     GroupSummary g;
     if (o.by) g.key.emplace_back(*o.by, key);
-    g.count = static_cast<int64_t>(idx.size());
     double first = std::numeric_limits<double>::infinity(), last = -first;
     for (uint32_t i : idx) {
       first = std::min(first, arrival[i]);
       last = std::max(last, arrival[i]);
     }
-    SetRate(g, first, last);
-    g.ttft_s = column(t.ttft_s(), idx);
-    g.queue_s = column(t.queue_s(), idx);
-    g.prefill_s = column(t.prefill_s(), idx);
-    g.itl_s = column(t.itl_mean_s(), idx);
-    if (g.itl_s.available) g.itl_s.note = "per-request mean inter-token latency";
-    buf.clear();
-    std::vector<int64_t> cached, prompt;
-    for (uint32_t i : idx) {
-      if (t.prompt_tokens()[i] >= 0) buf.push_back(t.prompt_tokens()[i]);
-      cached.push_back(t.cached_tokens()[i]);
-      prompt.push_back(t.prompt_tokens()[i]);
-    }
-    g.prompt_tokens = ExactSet(buf);
-    g.prefix_cache_hit_rate = PrefixCacheHitRate(cached, prompt);
-    if (!std::isnan(g.prefix_cache_hit_rate)) g.hit_rate_note = "cached_tokens / prompt_tokens";
+    g.stats = ComputeWindowStats(t, idx, first, last, StatsDetail::kFull, arena);
+    if (!(last > first)) g.stats.request_rate_rps = kMissing;
+    if (g.stats.itl_s.available()) g.stats.itl_s.note = kItlNote;
+    if (!std::isnan(g.stats.prefix_cache_hit_rate)) g.stats.hit_rate_note = kSpanHitRateNote;
     out.push_back(std::move(g));
   }
   return out;
 }
 
-struct StreamingSummarizer::Group {
+struct StreamingStats::Group {
   explicit Group(double alpha)
       : ttft(alpha), queue(alpha), prefill(alpha), itl(alpha), prompt(alpha) {}
   DDSketch ttft, queue, prefill, itl, prompt;
-  int64_t count = 0;
+  int64_t requests = 0, ok = 0, errors = 0;
   double hits = 0, queries = 0;
   double first = std::numeric_limits<double>::infinity();
   double last = -std::numeric_limits<double>::infinity();
 };
 
-StreamingSummarizer::StreamingSummarizer(SummaryOptions options, double alpha)
-    : options_(std::move(options)), alpha_(alpha) {
-  (void)CheckBy(options_, label_, by_status_);
-}
-StreamingSummarizer::~StreamingSummarizer() = default;
+StreamingStats::StreamingStats(SummaryOptions options, double alpha)
+    : options_(std::move(options)), alpha_(alpha) {}
+StreamingStats::~StreamingStats() = default;
 
-Result<std::unique_ptr<StreamingSummarizer>> StreamingSummarizer::Create(SummaryOptions options) {
-  std::optional<SpanLabel> label;
-  bool by_status = false;
-  TTFT_RETURN_IF_ERROR(CheckBy(options, label, by_status));
-  return std::make_unique<StreamingSummarizer>(std::move(options));
+Result<std::unique_ptr<StreamingStats>> StreamingStats::Create(SummaryOptions options,
+                                                               double alpha) {
+  std::unique_ptr<StreamingStats> s(new StreamingStats(std::move(options), alpha));
+  TTFT_RETURN_IF_ERROR(CheckBy(s->options_, s->label_, s->by_status_));
+  return s;
 }
 
-void StreamingSummarizer::Add(const SpanRecord& s) {
-  if (!(s.arrival_s >= options_.from_s && s.arrival_s < options_.to_s) &&
-      !(std::isnan(s.arrival_s) && std::isinf(options_.from_s) && std::isinf(options_.to_s))) {
-    return;
-  }
+void StreamingStats::Add(const SpanRecord& s) {
+  if (!InRange(s.arrival_s, options_)) return;
   std::string_view key;
   if (by_status_) {
     key = ToString(s.status);
@@ -155,10 +119,20 @@ void StreamingSummarizer::Add(const SpanRecord& s) {
     key = s.labels[static_cast<size_t>(*label_)];
   }
   auto it = groups_.find(key);
-  if (it == groups_.end())
+  if (it == groups_.end()) {
     it = groups_.emplace(std::string(key), std::make_unique<Group>(alpha_)).first;
+  }
   Group& g = *it->second;
-  ++g.count;
+  ++g.requests;
+  if (!std::isnan(s.arrival_s)) {
+    g.first = std::min(g.first, s.arrival_s);
+    g.last = std::max(g.last, s.arrival_s);
+  }
+  if (s.status != RequestStatus::kOk) {
+    ++g.errors;
+    return;
+  }
+  ++g.ok;
   g.ttft.Add(s.ttft_s);  // NaN (missing) is rejected by the sketch
   g.queue.Add(s.queue_s);
   g.prefill.Add(s.prefill_s);
@@ -168,27 +142,30 @@ void StreamingSummarizer::Add(const SpanRecord& s) {
     g.hits += static_cast<double>(s.cached_tokens);
     g.queries += static_cast<double>(s.prompt_tokens);
   }
-  if (!std::isnan(s.arrival_s)) {
-    g.first = std::min(g.first, s.arrival_s);
-    g.last = std::max(g.last, s.arrival_s);
-  }
 }
 
-std::vector<GroupSummary> StreamingSummarizer::Finish() const {
+std::vector<GroupSummary> StreamingStats::Finish() const {
   std::vector<GroupSummary> out;
   for (const auto& [key, gp] : groups_) {
     const Group& g = *gp;
     GroupSummary s;
     if (options_.by) s.key.emplace_back(*options_.by, key);
-    s.count = g.count;
-    SetRate(s, g.first, g.last);
-    s.ttft_s = SketchSet(g.ttft);
-    s.queue_s = SketchSet(g.queue);
-    s.prefill_s = SketchSet(g.prefill);
-    s.itl_s = SketchSet(g.itl);
-    s.prompt_tokens = SketchSet(g.prompt);
-    s.prefix_cache_hit_rate = PrefixCacheHitRateFromCounters(g.hits, g.queries);
-    if (!std::isnan(s.prefix_cache_hit_rate)) s.hit_rate_note = "cached_tokens / prompt_tokens";
+    WindowStats& w = s.stats;
+    w.from_s = g.first;
+    w.to_s = g.last;
+    w.requests = g.requests;
+    w.ok = g.ok;
+    w.errors = g.errors;
+    w.error_rate = g.requests > 0 ? static_cast<double>(g.errors) / g.requests : kMissing;
+    if (g.last > g.first) w.request_rate_rps = static_cast<double>(g.requests) / (g.last - g.first);
+    w.ttft_s = SketchTerms(g.ttft);
+    w.queue_s = SketchTerms(g.queue);
+    w.prefill_s = SketchTerms(g.prefill);
+    w.itl_s = SketchTerms(g.itl);
+    if (w.itl_s.available()) w.itl_s.note = kItlNote;
+    w.prompt_tokens = SketchTerms(g.prompt);
+    w.prefix_cache_hit_rate = PrefixCacheHitRateFromCounters(g.hits, g.queries);
+    if (!std::isnan(w.prefix_cache_hit_rate)) w.hit_rate_note = kSpanHitRateNote;
     out.push_back(std::move(s));
   }
   return out;
@@ -208,9 +185,9 @@ std::string GroupValue(const Labels& labels, const std::optional<std::string>& b
 }
 
 // sum by (le) over the series of one group: buckets merged by upper bound.
-QuantileSet HistogramSet(const MetricFamily* f, const std::optional<std::string>& by,
-                         const std::string& group) {
-  QuantileSet q;
+TermQuantiles HistogramTerms(const MetricFamily* f, const std::optional<std::string>& by,
+                             const std::string& group) {
+  TermQuantiles q;
   if (f == nullptr) return q;
   std::map<double, double> by_le;
   double count = 0, sum = 0;
@@ -225,21 +202,20 @@ QuantileSet HistogramSet(const MetricFamily* f, const std::optional<std::string>
     sum += s.histogram.sum;
   }
   if (!any || count <= 0) {
-    q.count = 0;
     if (any) q.note = "no observations in the window";
     return q;
   }
   std::vector<Bucket> buckets;
   for (const auto& [le, c] : by_le) buckets.push_back({le, c});
   buckets.push_back({std::numeric_limits<double>::infinity(), count});
-  q.available = true;
-  q.from_buckets = true;
+  q.source = TermQuantiles::Source::kBuckets;
   q.count = static_cast<int64_t>(count);
   q.mean = sum / count;
   bool first_bucket = false, inf_bucket = false;
-  for (size_t i = 0; i < QuantileSet::kQs.size(); ++i) {
-    q.buckets[i] = HistogramQuantile(QuantileSet::kQs[i], buckets);
-    q.values[i] = q.buckets[i].value;
+  double* values[] = {&q.p50, &q.p90, &q.p99, &q.p999};
+  for (size_t i = 0; i < TermQuantiles::kQs.size(); ++i) {
+    q.buckets[i] = HistogramQuantile(TermQuantiles::kQs[i], buckets);
+    *values[i] = q.buckets[i].value;
     first_bucket = first_bucket || q.buckets[i].in_first_bucket;
     inf_bucket = inf_bucket || q.buckets[i].in_inf_bucket;
   }
@@ -261,7 +237,7 @@ double CounterSum(const MetricFamily* f, const std::optional<std::string>& by,
                   const std::string& group, bool& found) {
   double v = 0;
   found = false;
-  if (f == nullptr) return kNaN;
+  if (f == nullptr) return kMissing;
   for (const MetricSeries& s : f->series) {
     if (GroupValue(s.labels, by) != group) continue;
     found = true;
@@ -271,6 +247,39 @@ double CounterSum(const MetricFamily* f, const std::optional<std::string>& by,
 }
 
 }  // namespace
+
+namespace dataset_internal {
+
+WindowStats MetricGroupStats(const MetricSnapshot& w, const std::optional<std::string>& by,
+                             const std::string& group) {
+  WindowStats s;
+  s.from_metrics = true;
+  s.ttft_s = HistogramTerms(FindCanonical(w, CanonicalMetric::kTtft), by, group);
+  s.queue_s = HistogramTerms(FindCanonical(w, CanonicalMetric::kQueue), by, group);
+  s.prefill_s = HistogramTerms(FindCanonical(w, CanonicalMetric::kPrefill), by, group);
+  s.itl_s = HistogramTerms(FindCanonical(w, CanonicalMetric::kItl), by, group);
+  s.prompt_tokens = HistogramTerms(FindCanonical(w, CanonicalMetric::kPromptTokensHist), by, group);
+  s.requests = s.ok = s.ttft_s.count;
+  bool hf = false, qf = false;
+  const double hits =
+      CounterSum(FindCanonical(w, CanonicalMetric::kPrefixCacheHits), by, group, hf);
+  const double queries =
+      CounterSum(FindCanonical(w, CanonicalMetric::kPrefixCacheQueries), by, group, qf);
+  if (hf && qf) {
+    s.prefix_cache_hit_rate = PrefixCacheHitRateFromCounters(hits, queries);
+    s.hit_rate_note = "prefix_cache_hits / prefix_cache_queries (tokens; early V1 counted blocks)";
+  }
+  bool pf = false;
+  const double preempt = CounterSum(FindCanonical(w, CanonicalMetric::kPreemptions), by, group, pf);
+  if (pf) {
+    s.preemptions = static_cast<int64_t>(std::llround(preempt));
+    s.preemptions_per_request =
+        s.requests > 0 ? preempt / static_cast<double>(s.requests) : kMissing;
+  }
+  return s;
+}
+
+}  // namespace dataset_internal
 
 Result<std::vector<GroupSummary>> SummarizeMetrics(const MetricSnapshot& w,
                                                    const SummaryOptions& o) {
@@ -286,23 +295,7 @@ Result<std::vector<GroupSummary>> SummarizeMetrics(const MetricSnapshot& w,
   for (const std::string& group : groups) {
     GroupSummary g;
     if (o.by) g.key.emplace_back(*o.by, group);
-    g.ttft_s = HistogramSet(ttft, o.by, group);
-    g.queue_s = HistogramSet(FindCanonical(w, CanonicalMetric::kQueue), o.by, group);
-    g.prefill_s = HistogramSet(FindCanonical(w, CanonicalMetric::kPrefill), o.by, group);
-    g.itl_s = HistogramSet(FindCanonical(w, CanonicalMetric::kItl), o.by, group);
-    g.prompt_tokens =
-        HistogramSet(FindCanonical(w, CanonicalMetric::kPromptTokensHist), o.by, group);
-    g.count = g.ttft_s.count;
-    bool hf = false, qf = false;
-    const double hits =
-        CounterSum(FindCanonical(w, CanonicalMetric::kPrefixCacheHits), o.by, group, hf);
-    const double queries =
-        CounterSum(FindCanonical(w, CanonicalMetric::kPrefixCacheQueries), o.by, group, qf);
-    if (hf && qf) {
-      g.prefix_cache_hit_rate = PrefixCacheHitRateFromCounters(hits, queries);
-      g.hit_rate_note =
-          "prefix_cache_hits / prefix_cache_queries (tokens; early V1 counted blocks)";
-    }
+    g.stats = dataset_internal::MetricGroupStats(w, o.by, group);
     out.push_back(std::move(g));
   }
   return out;

@@ -1,0 +1,190 @@
+// ComputeWindowStats (ttft/window_stats.h): its quantiles are ttft::Quantile's exactly (it
+// selects on float and int32 copies, and each selection only above the previous one).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ttft/stats.h"
+#include "ttft/window_stats.h"
+
+namespace ttft {
+namespace {
+
+// Bit-identical, NaN equal to NaN.
+void ExpectSame(double got, double want, const char* what) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << what;
+  } else {
+    EXPECT_EQ(got, want) << what;
+  }
+}
+
+TEST(WindowStats, QuantilesAreTtftQuantileExactly) {
+  for (int n : {0, 1, 2, 3, 7, 100, 1001, 54321}) {
+    std::mt19937_64 rng(static_cast<uint64_t>(n) + 1);
+    std::lognormal_distribution<double> lat(-2, 1);
+    std::uniform_int_distribution<int> tokens(1, 9000);
+    SpanTable t;
+    std::set<std::string> replicas;
+    std::vector<double> ttft, queue, prefill, itl, itl_max, prompt, output, per_token;
+    for (int i = 0; i < n; ++i) {
+      Span s;
+      s.request_id = "r" + std::to_string(i);
+      s.arrival_s = i;
+      s.replica = i % 3 ? "a" : "b";
+      s.queue_s = i % 5 == 0 ? 0.25 : lat(rng);  // ties
+      s.prefill_s = lat(rng);
+      s.front_end_s = 0.003;
+      s.ttft_s = s.front_end_s + s.queue_s + s.prefill_s;
+      s.itl_mean_s = i % 11 == 0 ? NAN : lat(rng) / 10;  // missing values
+      s.itl_max_s = s.itl_mean_s * 3;
+      s.decode_s = 1;
+      s.e2e_s = s.ttft_s + 1;
+      s.prompt_tokens = tokens(rng);
+      s.cached_tokens = i % 2 ? s.prompt_tokens / 2 : 0;
+      s.output_tokens = i % 4 == 0 ? 100 : tokens(rng) / 10;
+      s.status = i % 13 == 0 ? RequestStatus::kError : RequestStatus::kOk;
+      AddSpanToTable(s, t);
+      if (s.status != RequestStatus::kOk) continue;
+      replicas.insert(s.replica);
+      // What the table holds (float columns), as double copies.
+      const size_t r = t.size() - 1;
+      ttft.push_back(t.ttft_s()[r]);
+      queue.push_back(t.queue_s()[r]);
+      prefill.push_back(t.prefill_s()[r]);
+      if (!std::isnan(t.itl_mean_s()[r])) itl.push_back(t.itl_mean_s()[r]);
+      if (!std::isnan(t.itl_max_s()[r])) itl_max.push_back(t.itl_max_s()[r]);
+      prompt.push_back(static_cast<double>(s.prompt_tokens));
+      output.push_back(static_cast<double>(s.output_tokens));
+      const int64_t unc = s.prompt_tokens - s.cached_tokens;
+      if (unc >= 256) {
+        per_token.push_back(t.prefill_s()[r] * 1000.0 / static_cast<double>(unc));
+      }
+    }
+    std::vector<uint32_t> rows(t.size());
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<uint32_t>(i);
+    const WindowStats w = ComputeWindowStats(t, rows, 0, n + 1.0);
+    SCOPED_TRACE(n);
+    ExpectSame(w.ttft_s.p50, Quantile(ttft, 0.5), "ttft p50");
+    ExpectSame(w.ttft_s.p90, Quantile(ttft, 0.9), "ttft p90");
+    ExpectSame(w.ttft_s.p99, Quantile(ttft, 0.99), "ttft p99");
+    ExpectSame(w.queue_s.p50, Quantile(queue, 0.5), "queue p50");
+    ExpectSame(w.queue_s.p90, Quantile(queue, 0.9), "queue p90");
+    ExpectSame(w.queue_s.p99, Quantile(queue, 0.99), "queue p99");
+    ExpectSame(w.prefill_s.p99, Quantile(prefill, 0.99), "prefill p99");
+    ExpectSame(w.itl_s.p50, Quantile(itl, 0.5), "itl p50");
+    ExpectSame(w.itl_max_p99_s, Quantile(itl_max, 0.99), "itl max p99");
+    ExpectSame(w.prompt_tokens.p50, n == 0 ? kMissing : Quantile(prompt, 0.5), "prompt p50");
+    ExpectSame(w.prompt_tokens.p99, n == 0 ? kMissing : Quantile(prompt, 0.99), "prompt p99");
+    ExpectSame(w.output_tokens_p99, Quantile(output, 0.99), "output p99");
+    ExpectSame(w.prefill_s_per_1k_uncached, Quantile(per_token, 0.5), "prefill per 1k");
+    EXPECT_EQ(w.ok, static_cast<int64_t>(ttft.size()));
+    EXPECT_EQ(w.replicas, static_cast<int64_t>(replicas.size()));
+  }
+}
+
+// The one statistics model: `ttft stats` (exact and streaming), the diagnosis and the
+// drill read the same definitions. A failed request's TTFT is not a TTFT sample; it
+// counts in requests and the error rate only.
+SpanTable MixedTable() {
+  SpanTable t;
+  for (int i = 0; i < 200; ++i) {
+    Span s;
+    s.request_id = "r" + std::to_string(i);
+    s.arrival_s = i;
+    s.replica = i % 2 ? "a" : "b";
+    s.ttft_s = 0.1 + 0.001 * i;
+    s.queue_s = 0.01;
+    s.prefill_s = s.ttft_s - 0.01;
+    s.itl_mean_s = 0.02;
+    s.prompt_tokens = 1000;
+    s.cached_tokens = 500;
+    s.status = RequestStatus::kOk;
+    if (i % 10 == 9) {  // errors that still carry a (huge) TTFT and prompt
+      s.status = RequestStatus::kError;
+      s.ttft_s = 100;
+      s.cached_tokens = 0;
+    }
+    AddSpanToTable(s, t);
+  }
+  return t;
+}
+
+TEST(OneStatisticsModel, StatsDiagnosisAndStreamingAgree) {
+  const SpanTable t = MixedTable();
+  std::vector<uint32_t> rows(t.size());
+  for (uint32_t i = 0; i < rows.size(); ++i) rows[i] = i;
+  const WindowStats window = ComputeWindowStats(t, rows, 0, 199, StatsDetail::kFull);
+  EXPECT_EQ(window.requests, 200);
+  EXPECT_EQ(window.ok, 180);
+  EXPECT_DOUBLE_EQ(window.error_rate, 0.1);
+  EXPECT_LT(window.ttft_s.p999, 1.0);  // the errors' 100 s is not a sample
+  EXPECT_EQ(window.ttft_s.count, 180);
+  EXPECT_DOUBLE_EQ(window.prefix_cache_hit_rate, 0.5);
+
+  auto exact = SummarizeSpans(t, {});
+  ASSERT_TRUE(exact.ok());
+  ASSERT_EQ(exact->size(), 1u);
+  const WindowStats& e = exact->front().stats;
+  EXPECT_EQ(e.requests, window.requests);
+  for (size_t i = 0; i < TermQuantiles::kQs.size(); ++i) {
+    EXPECT_EQ(e.ttft_s.at(i), window.ttft_s.at(i)) << i;
+  }
+  EXPECT_EQ(e.prefix_cache_hit_rate, window.prefix_cache_hit_rate);
+  EXPECT_DOUBLE_EQ(e.request_rate_rps, 200.0 / 199.0);  // first to last arrival
+
+  auto streaming = StreamingStats::Create({});
+  ASSERT_TRUE(streaming.ok());
+  ReadReport report;
+  ASSERT_TRUE(ParseSpans(
+                  [&] {
+                    std::string text;
+                    for (size_t i = 0; i < t.size(); ++i) {
+                      Span s;
+                      s.request_id = "r" + std::to_string(i);
+                      s.arrival_s = t.arrival_s()[i];
+                      s.ttft_s = t.ttft_s()[i];
+                      s.prompt_tokens = t.prompt_tokens()[i];
+                      s.cached_tokens = t.cached_tokens()[i];
+                      s.status = t.status()[i];
+                      AppendSpanJson(s, text);
+                      text += "\n";
+                    }
+                    return text;
+                  }(),
+                  "mem", {}, **streaming, report)
+                  .ok());
+  const auto sketched = (*streaming)->Finish();
+  ASSERT_EQ(sketched.size(), 1u);
+  const WindowStats& s = sketched.front().stats;
+  EXPECT_EQ(s.requests, 200);
+  EXPECT_EQ(s.ok, 180);
+  EXPECT_EQ(s.ttft_s.count, 180);
+  EXPECT_NEAR(s.ttft_s.p99, window.ttft_s.p99, window.ttft_s.p99 * s.ttft_s.sketch_alpha * 1.01);
+  EXPECT_DOUBLE_EQ(s.prefix_cache_hit_rate, 0.5);
+}
+
+TEST(OneStatisticsModel, ByLabelAndStatusGroups) {
+  const SpanTable t = MixedTable();
+  SummaryOptions by;
+  by.by = "replica";
+  auto groups = SummarizeSpans(t, by);
+  ASSERT_TRUE(groups.ok());
+  ASSERT_EQ(groups->size(), 2u);
+  EXPECT_EQ(groups->at(0).key, (Labels{{"replica", "a"}}));
+  EXPECT_EQ(groups->at(0).stats.requests + groups->at(1).stats.requests, 200);
+  by.by = "status";
+  groups = SummarizeSpans(t, by);
+  ASSERT_TRUE(groups.ok());
+  ASSERT_EQ(groups->size(), 2u);
+  by.by = "colour";
+  EXPECT_EQ(SummarizeSpans(t, by).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(StreamingStats::Create(by).ok());
+}
+
+}  // namespace
+}  // namespace ttft
