@@ -24,8 +24,9 @@
 #include <vector>
 
 #include "bench_clock.h"
+#include "ttft/spans.h"
 #include "ttft/stats.h"
-#include "ttft/telemetry.h"
+#include "ttft/summary.h"
 
 namespace {
 

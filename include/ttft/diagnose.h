@@ -35,8 +35,9 @@
 #include <vector>
 
 #include "ttft/core.h"
+#include "ttft/metrics.h"
+#include "ttft/spans.h"
 #include "ttft/stats.h"
-#include "ttft/telemetry.h"
 
 namespace ttft {
 

@@ -16,8 +16,11 @@
 #include "cli/commands.h"
 #include "cli/sim_output.h"
 #include "ttft/diagnose.h"
+#include "ttft/input.h"
+#include "ttft/metrics.h"
+#include "ttft/prometheus.h"
 #include "ttft/report.h"
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace ttft::cli {
 namespace fs = std::filesystem;

@@ -16,7 +16,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "ttft/telemetry.h"
+#include "ttft/input.h"
+#include "ttft/metrics.h"
+#include "ttft/prometheus.h"
+#include "ttft/spans.h"
+#include "ttft/summary.h"
 
 namespace ttft::cli {
 namespace {

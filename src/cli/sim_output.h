@@ -10,7 +10,8 @@
 
 #include "ttft/diagnose.h"
 #include "ttft/fleet.h"
-#include "ttft/telemetry.h"
+#include "ttft/metrics.h"
+#include "ttft/spans.h"
 
 namespace ttft::cli {
 

@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ttft/telemetry.h"
+#include "ttft/metrics.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ttft::ReadReport report;

@@ -1,5 +1,5 @@
 // Prometheus text exposition format 0.0.4 parser, canonical metric names and window
-// deltas (ttft/telemetry.h). Format reference: prometheus/docs
+// deltas (ttft/metrics.h). Format reference: prometheus/docs
 // content/docs/instrumenting/exposition_formats.md ("Text-based format").
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "ttft/telemetry.h"
+#include "ttft/metrics.h"
 
 namespace ttft {
 namespace {

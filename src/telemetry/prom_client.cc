@@ -1,4 +1,4 @@
-// Prometheus HTTP API client (ttft/telemetry.h). Kept apart from prom_query.cc so that
+// Prometheus HTTP API client (ttft/prometheus.h). Kept apart from prom_query.cc so that
 // only programs that talk to a server need the cpp-httplib library.
 // API: https://prometheus.io/docs/prometheus/latest/querying/api/
 #include <fmt/format.h>
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "ttft/telemetry.h"
+#include "ttft/prometheus.h"
 
 namespace ttft {
 namespace {

@@ -1,4 +1,4 @@
-// Prometheus /api/v1/query(_range) response parsing (ttft/telemetry.h).
+// Prometheus /api/v1/query(_range) response parsing (ttft/prometheus.h).
 // API: https://prometheus.io/docs/prometheus/latest/querying/api/
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "ttft/telemetry.h"
+#include "ttft/prometheus.h"
 
 namespace ttft {
 namespace {

@@ -1,6 +1,6 @@
 // Span readers: ttft JSONL (simdjson On-Demand), CSV, OTLP/JSON traces and the
 // flattened span-sink lines, behind one chunked, bounded-memory line driver
-// (ttft/telemetry.h, docs/telemetry.md).
+// (ttft/spans.h, docs/telemetry.md).
 #include <fmt/format.h>
 #include <simdjson.h>
 #include <sys/mman.h>
@@ -24,7 +24,7 @@
 
 #include "telemetry/input_stream.h"
 #include "telemetry/span_readers_internal.h"
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace ttft {
 namespace {

@@ -1,5 +1,5 @@
 // The columnar span table, span validation, column maps and read reports
-// (ttft/telemetry.h).
+// (ttft/spans.h).
 #include <fmt/format.h>
 #include <xxhash.h>
 
@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace ttft {
 namespace {

@@ -1,11 +1,12 @@
-// Per-group summaries for `ttft stats` (ttft/telemetry.h): exact (span table),
+// Per-group summaries for `ttft stats` (ttft/summary.h): exact (span table),
 // streaming (DDSketch per group) and from histogram buckets (PromQL semantics).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
-#include "ttft/telemetry.h"
+#include "ttft/summary.h"
 
 namespace ttft {
 namespace {
