@@ -15,6 +15,7 @@
 #ifndef TTFT_TELEMETRY_H_
 #define TTFT_TELEMETRY_H_
 
+#include "ttft/csv.h"
 #include "ttft/input.h"
 #include "ttft/metrics.h"
 #include "ttft/prometheus.h"

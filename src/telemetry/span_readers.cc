@@ -24,6 +24,7 @@
 
 #include "telemetry/input_stream.h"
 #include "telemetry/span_readers_internal.h"
+#include "ttft/csv.h"
 #include "ttft/spans.h"
 
 namespace ttft {
@@ -952,11 +953,12 @@ class CsvParser final : public LineParser {
   explicit CsvParser(RecordContext& ctx) : ctx_(ctx), fields_(ctx.options().columns) {}
 
   Status ParseLine(const char* p, size_t len, size_t, int64_t line, bool unterminated) override {
-    std::string_view text(p, len);
-    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    const std::string_view text(p, len);
     if (IsBlank(text)) return Status::Ok();
-    cells_.clear();
-    if (!Split(text)) {
+    // One line is one record (no newlines in quoted fields): the tokenizer drops one
+    // '\r' before its end, as the record's line end.
+    CsvReader csv(text, CsvOptions{.trim_spaces = true});
+    if (!csv.Next(cells_)) {
       return ctx_.Bad(line, unterminated ? "truncated record" : "malformed csv",
                       "malformed CSV: unbalanced quotes");
     }
@@ -1021,41 +1023,6 @@ class CsvParser final : public LineParser {
   Status Finish() override { return ctx_.Finish(); }
 
  private:
-  bool Split(std::string_view s) {
-    std::string cell;
-    size_t i = 0;
-    for (;;) {
-      cell.clear();
-      if (i < s.size() && s[i] == '"') {
-        ++i;
-        for (;;) {
-          if (i >= s.size()) return false;
-          if (s[i] == '"') {
-            if (i + 1 < s.size() && s[i + 1] == '"') {
-              cell.push_back('"');
-              i += 2;
-              continue;
-            }
-            ++i;
-            break;
-          }
-          cell.push_back(s[i++]);
-        }
-        if (i < s.size() && s[i] != ',') return false;
-      } else {
-        const size_t comma = s.find(',', i);
-        const size_t end = comma == std::string_view::npos ? s.size() : comma;
-        cell.assign(s.substr(i, end - i));
-        while (!cell.empty() && cell.back() == ' ') cell.pop_back();
-        while (!cell.empty() && cell.front() == ' ') cell.erase(0, 1);
-        i = end;
-      }
-      cells_.push_back(cell);
-      if (i >= s.size()) return true;
-      ++i;  // the comma
-    }
-  }
-
   RecordContext& ctx_;
   FieldTable fields_;
   std::vector<int> columns_;
