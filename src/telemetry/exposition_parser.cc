@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <unordered_map>
 
+#include "telemetry/input_formats.h"
 #include "ttft/metrics.h"
 
 namespace ttft {
@@ -162,6 +164,19 @@ std::string SeriesKey(const Labels& labels) {
 }
 
 }  // namespace
+
+// Exposition text: HELP/TYPE comments anywhere in the head, or a first line that reads
+// as a `name{...} value` sample (a name start and a space, no comma: CSV has commas).
+bool internal::DetectExposition(const internal::FormatProbe& probe) {
+  if (probe.head.find("# TYPE ") != std::string_view::npos ||
+      probe.head.find("# HELP ") != std::string_view::npos) {
+    return true;
+  }
+  const std::string_view line = probe.first_line;
+  return !line.empty() && line.find(',') == std::string_view::npos &&
+         (std::isalpha(static_cast<unsigned char>(line[0])) || line[0] == '_') &&
+         line.find(' ') != std::string_view::npos;
+}
 
 Result<MetricSnapshot> ParseExposition(std::string_view text, const ExpositionParseOptions& options,
                                        ReadReport& report) {

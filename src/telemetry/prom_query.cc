@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "telemetry/input_formats.h"
 #include "ttft/prometheus.h"
 
 namespace ttft {
@@ -51,6 +52,11 @@ bool ParsePoint(const json& p, std::pair<double, double>& out) {
 }
 
 }  // namespace
+
+// A saved query response: a JSON object with "resultType" near its start.
+bool internal::DetectPromQueryJson(const internal::FormatProbe& probe) {
+  return probe.json && probe.json_head.find("\"resultType\"") != std::string_view::npos;
+}
 
 Result<std::vector<PromSeries>> ParsePromQueryJson(std::string_view body) {
   json doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);

@@ -1,6 +1,7 @@
 // Round trips through the simulator's outputs (spans JSONL, OTLP/JSON, exposition
 // snapshots), the streaming path against exact quantiles, a cut OTLP file, and the
-// DDSketch guarantee on heavy-tailed data (ttft/spans.h, ttft/metrics.h, ttft/summary.h, ttft/stats.h).
+// DDSketch guarantee on heavy-tailed data (ttft/spans.h, ttft/metrics.h, ttft/summary.h,
+// ttft/stats.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
