@@ -53,7 +53,9 @@ struct ReadReport {
   std::string Summary() const;
 };
 
-// Input kinds. kAuto detects from content (docs/telemetry.md "Detection").
+// Input kinds. kAuto detects from content (docs/telemetry.md "Inputs and detection").
+// Every other value has a row (name, detector, span parser or none) in the format
+// registry, src/telemetry/input_formats.cc.
 enum class InputFormat : uint8_t {
   kAuto,
   kSpanJsonl,      // ttft's span JSON Lines (docs/spans.md)
@@ -64,9 +66,12 @@ enum class InputFormat : uint8_t {
   kPromQueryJson,  // a saved /api/v1/query_range (or query) response
 };
 std::string_view ToString(InputFormat f);
-std::optional<InputFormat> ParseInputFormat(std::string_view s);  // "auto", "jsonl", ...
+// The --input-format names: "auto", "jsonl", "csv", "otlp", "span-sink", "prom",
+// "prom-json"; ToString of a value outside the registry is "?".
+std::optional<InputFormat> ParseInputFormat(std::string_view s);
 
-// Detects the format of a file from its first bytes (after gzip decompression).
+// Detects the format of a file from its first bytes (after gzip decompression): the
+// first registry row whose detector accepts them, else kSpanJsonl. Never kAuto.
 InputFormat DetectFormat(std::string_view head);
 
 // Reads a whole file ("-" for stdin, gzip detected) into memory.

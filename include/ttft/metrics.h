@@ -85,7 +85,7 @@ std::string FormatExposition(const MetricSnapshot& snapshot);
 std::string FormatPromFloat(double v);
 
 // -----------------------------------------------------------------------------
-// Prometheus text exposition format 0.0.4: parsing
+// Prometheus text exposition format 0.0.4: parsing; canonical metrics; windows
 // -----------------------------------------------------------------------------
 
 struct ExpositionParseOptions {
@@ -135,6 +135,9 @@ std::span<const std::string_view> FamilyNamesFor(CanonicalMetric m);
 // The first family of `snapshot` that carries `m`, or nullptr.
 const MetricFamily* FindCanonical(const MetricSnapshot& snapshot, CanonicalMetric m);
 
+// Every exposed family name of every CanonicalMetric (all spellings of FamilyNamesFor).
+std::vector<std::string> CanonicalFamilyNames();
+
 // Window increase between snapshots ordered in time, per series (family + labels),
 // like PromQL's increase() WITHOUT extrapolation: the sum of positive differences
 // between consecutive snapshots, where a decrease is a counter reset and the new
@@ -143,9 +146,6 @@ const MetricFamily* FindCanonical(const MetricSnapshot& snapshot, CanonicalMetri
 // missing from the first snapshot count from zero (created in the window); series
 // whose bucket bounds change are skipped and reported. REQUIRES: >= 2 snapshots.
 Result<MetricSnapshot> WindowDelta(std::span<const MetricSnapshot> snapshots, ReadReport& report);
-
-// Every exposed family name of every CanonicalMetric (all spellings of FamilyNamesFor).
-std::vector<std::string> CanonicalFamilyNames();
 
 }  // namespace ttft
 

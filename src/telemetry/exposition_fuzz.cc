@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ttft/metrics.h"
+#include "ttft/summary.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ttft::ReadReport report;

@@ -500,6 +500,16 @@ std::span<const std::string_view> FamilyNamesFor(CanonicalMetric m) {
   return CanonicalTable()[static_cast<size_t>(m)];
 }
 
+std::vector<std::string> CanonicalFamilyNames() {
+  std::vector<std::string> out;
+  for (int m = 0; m <= static_cast<int>(CanonicalMetric::kRequestsFinished); ++m) {
+    for (std::string_view name : FamilyNamesFor(static_cast<CanonicalMetric>(m))) {
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.emplace_back(name);
+    }
+  }
+  return out;
+}
+
 const MetricFamily* FindCanonical(const MetricSnapshot& snapshot, CanonicalMetric m) {
   for (std::string_view name : FamilyNamesFor(m)) {
     for (const MetricFamily& f : snapshot.families) {

@@ -140,16 +140,6 @@ Result<std::vector<MetricSnapshot>> PromClient::FetchSnapshots(
   return SnapshotsFromSeries(series);
 }
 
-std::vector<std::string> CanonicalFamilyNames() {
-  std::vector<std::string> out;
-  for (int m = 0; m <= static_cast<int>(CanonicalMetric::kRequestsFinished); ++m) {
-    for (std::string_view name : FamilyNamesFor(static_cast<CanonicalMetric>(m))) {
-      if (std::find(out.begin(), out.end(), name) == out.end()) out.emplace_back(name);
-    }
-  }
-  return out;
-}
-
 Result<std::vector<MetricSnapshot>> FetchPromWindow(PromClient& client, std::string selector,
                                                     double from_s, double to_s, double max_step_s) {
   if (!(to_s > from_s) || !std::isfinite(from_s) || !std::isfinite(to_s)) {
