@@ -46,7 +46,7 @@
 
 #include "bench_clock.h"
 #include "ttft/diagnose.h"
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace {
 

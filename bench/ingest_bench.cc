@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "bench_clock.h"
+#include "ttft/spans.h"
 #include "ttft/stats.h"
-#include "ttft/telemetry.h"
 #include "ttft/window_stats.h"
 
 namespace {

@@ -22,8 +22,9 @@
 
 #include "bench_clock.h"
 #include "ttft/fleet.h"
+#include "ttft/metrics.h"
 #include "ttft/scenario.h"
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace {
 

@@ -35,7 +35,10 @@
 #include <vector>
 
 #include "ttft/core.h"
-#include "ttft/telemetry.h"
+#include "ttft/input.h"
+#include "ttft/metrics.h"
+#include "ttft/prometheus.h"
+#include "ttft/spans.h"
 #include "ttft/window_stats.h"
 
 namespace ttft {

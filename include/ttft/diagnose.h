@@ -20,9 +20,10 @@
 
 #include "ttft/core.h"
 #include "ttft/dataset.h"
-#include "ttft/window_stats.h"
+#include "ttft/metrics.h"
+#include "ttft/spans.h"
 #include "ttft/stats.h"
-#include "ttft/telemetry.h"
+#include "ttft/window_stats.h"
 
 namespace ttft {
 

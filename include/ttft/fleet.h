@@ -33,7 +33,7 @@
 
 #include "ttft/core.h"
 #include "ttft/engine.h"
-#include "ttft/telemetry.h"
+#include "ttft/metrics.h"
 #include "ttft/workload.h"
 
 namespace ttft {

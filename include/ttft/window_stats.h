@@ -45,8 +45,10 @@
 #include <vector>
 
 #include "ttft/core.h"
+#include "ttft/input.h"
+#include "ttft/metrics.h"
+#include "ttft/spans.h"
 #include "ttft/stats.h"
-#include "ttft/telemetry.h"
 
 namespace ttft {
 

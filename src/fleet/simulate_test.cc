@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ttft/fleet.h"
+#include "ttft/spans.h"
 
 namespace ttft {
 namespace {

@@ -7,9 +7,10 @@
 #include <fstream>
 #include <limits>
 
+#include "ttft/metrics.h"
 #include "ttft/model.h"
 #include "ttft/pipeline.h"
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace ttft {
 namespace fs = std::filesystem;

@@ -4,7 +4,8 @@
 #include <string_view>
 #include <vector>
 
-#include "ttft/telemetry.h"
+#include "ttft/metrics.h"
+#include "ttft/window_stats.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ttft::ReadReport report;

@@ -1,14 +1,16 @@
 // Prometheus text exposition format 0.0.4 parser, canonical metric names and window
-// deltas (ttft/telemetry.h). Format reference: prometheus/docs
+// deltas (ttft/metrics.h). Format reference: prometheus/docs
 // content/docs/instrumenting/exposition_formats.md ("Text-based format").
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <unordered_map>
 
-#include "ttft/telemetry.h"
+#include "telemetry/input_formats.h"
+#include "ttft/metrics.h"
 
 namespace ttft {
 namespace {
@@ -162,6 +164,19 @@ std::string SeriesKey(const Labels& labels) {
 }
 
 }  // namespace
+
+// Exposition text: HELP/TYPE comments anywhere in the head, or a first line that reads
+// as a `name{...} value` sample (a name start and a space, no comma: CSV has commas).
+bool internal::DetectExposition(const internal::FormatProbe& probe) {
+  if (probe.head.find("# TYPE ") != std::string_view::npos ||
+      probe.head.find("# HELP ") != std::string_view::npos) {
+    return true;
+  }
+  const std::string_view line = probe.first_line;
+  return !line.empty() && line.find(',') == std::string_view::npos &&
+         (std::isalpha(static_cast<unsigned char>(line[0])) || line[0] == '_') &&
+         line.find(' ') != std::string_view::npos;
+}
 
 Result<MetricSnapshot> ParseExposition(std::string_view text, const ExpositionParseOptions& options,
                                        ReadReport& report) {
@@ -483,6 +498,16 @@ std::string_view ToString(CanonicalMetric m) {
 
 std::span<const std::string_view> FamilyNamesFor(CanonicalMetric m) {
   return CanonicalTable()[static_cast<size_t>(m)];
+}
+
+std::vector<std::string> CanonicalFamilyNames() {
+  std::vector<std::string> out;
+  for (int m = 0; m <= static_cast<int>(CanonicalMetric::kRequestsFinished); ++m) {
+    for (std::string_view name : FamilyNamesFor(static_cast<CanonicalMetric>(m))) {
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.emplace_back(name);
+    }
+  }
+  return out;
 }
 
 const MetricFamily* FindCanonical(const MetricSnapshot& snapshot, CanonicalMetric m) {

@@ -1,5 +1,5 @@
 // Tests for the exposition parser, canonical names, window deltas and metric
-// summaries (ttft/telemetry.h).
+// summaries (ttft/metrics.h, ttft/window_stats.h).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "ttft/telemetry.h"
+#include "ttft/metrics.h"
 #include "ttft/window_stats.h"
 
 namespace ttft {

@@ -1,4 +1,4 @@
-// Prometheus text exposition writer (ttft/telemetry.h).
+// Prometheus text exposition writer (ttft/metrics.h).
 //
 // Matches prometheus_client's output byte for byte where it matters to readers:
 // sorted labels, `le` after the other labels in name order, floats like Python's
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "ttft/telemetry.h"
+#include "ttft/metrics.h"
 
 namespace ttft {
 namespace {

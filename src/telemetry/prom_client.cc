@@ -1,4 +1,4 @@
-// Prometheus HTTP API client (ttft/telemetry.h). Kept apart from prom_query.cc so that
+// Prometheus HTTP API client (ttft/prometheus.h). Kept apart from prom_query.cc so that
 // only programs that talk to a server need the cpp-httplib library.
 // API: https://prometheus.io/docs/prometheus/latest/querying/api/
 #include <fmt/format.h>
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "ttft/telemetry.h"
+#include "ttft/prometheus.h"
 
 namespace ttft {
 namespace {
@@ -138,16 +138,6 @@ Result<std::vector<MetricSnapshot>> PromClient::FetchSnapshots(
                                         impl_->base_url, expr, start_s, end_s));
   }
   return SnapshotsFromSeries(series);
-}
-
-std::vector<std::string> CanonicalFamilyNames() {
-  std::vector<std::string> out;
-  for (int m = 0; m <= static_cast<int>(CanonicalMetric::kRequestsFinished); ++m) {
-    for (std::string_view name : FamilyNamesFor(static_cast<CanonicalMetric>(m))) {
-      if (std::find(out.begin(), out.end(), name) == out.end()) out.emplace_back(name);
-    }
-  }
-  return out;
 }
 
 Result<std::vector<MetricSnapshot>> FetchPromWindow(PromClient& client, std::string selector,

@@ -1,4 +1,4 @@
-// Tests for the Prometheus HTTP API client (ttft/telemetry.h): error handling against
+// Tests for the Prometheus HTTP API client (ttft/prometheus.h): error handling against
 // small httplib servers, and the whole path against a real Prometheus server
 // (/usr/bin/prometheus, Debian's package) scraping an exporter inside this test, with
 // ttft's histogram quantiles checked against Prometheus's own histogram_quantile.
@@ -20,7 +20,8 @@
 #include <thread>
 
 #include "telemetry/prometheus_process_testing.h"
-#include "ttft/telemetry.h"
+#include "ttft/metrics.h"
+#include "ttft/prometheus.h"
 #include "ttft/window_stats.h"
 
 namespace ttft {

@@ -1,4 +1,4 @@
-// Prometheus /api/v1/query(_range) response parsing (ttft/telemetry.h).
+// Prometheus /api/v1/query(_range) response parsing (ttft/prometheus.h).
 // API: https://prometheus.io/docs/prometheus/latest/querying/api/
 #include <fmt/format.h>
 
@@ -8,7 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "ttft/telemetry.h"
+#include "telemetry/input_formats.h"
+#include "ttft/prometheus.h"
 
 namespace ttft {
 namespace {
@@ -51,6 +52,11 @@ bool ParsePoint(const json& p, std::pair<double, double>& out) {
 }
 
 }  // namespace
+
+// A saved query response: a JSON object with "resultType" near its start.
+bool internal::DetectPromQueryJson(const internal::FormatProbe& probe) {
+  return probe.json && probe.json_head.find("\"resultType\"") != std::string_view::npos;
+}
 
 Result<std::vector<PromSeries>> ParsePromQueryJson(std::string_view body) {
   json doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);

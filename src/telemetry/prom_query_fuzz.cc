@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "ttft/telemetry.h"
+#include "ttft/prometheus.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto series =

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "ttft/telemetry.h"
+#include "ttft/prometheus.h"
 
 namespace ttft {
 namespace {

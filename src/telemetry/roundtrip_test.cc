@@ -1,6 +1,7 @@
 // Round trips through the simulator's outputs (spans JSONL, OTLP/JSON, exposition
 // snapshots), the streaming path against exact quantiles, a cut OTLP file, and the
-// DDSketch guarantee on heavy-tailed data (ttft/telemetry.h, ttft/stats.h).
+// DDSketch guarantee on heavy-tailed data (ttft/spans.h, ttft/metrics.h, ttft/window_stats.h,
+// ttft/stats.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,8 +9,9 @@
 #include <random>
 
 #include "ttft/fleet.h"
+#include "ttft/metrics.h"
+#include "ttft/spans.h"
 #include "ttft/stats.h"
-#include "ttft/telemetry.h"
 #include "ttft/window_stats.h"
 
 namespace ttft {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "telemetry/span_readers_internal.h"
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace ttft {
 namespace {

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "telemetry/span_readers_internal.h"
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

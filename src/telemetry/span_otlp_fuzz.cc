@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ttft::SpanTable table;

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace ttft::internal {
 

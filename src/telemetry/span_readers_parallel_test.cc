@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace ttft {
 namespace {

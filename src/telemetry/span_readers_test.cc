@@ -1,4 +1,4 @@
-// Tests for the span readers (ttft/telemetry.h).
+// Tests for the span readers (ttft/spans.h).
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace ttft {
 namespace {

@@ -1,5 +1,4 @@
-// The columnar span table, span validation, column maps and read reports
-// (ttft/telemetry.h).
+// The columnar span table and the span labels (ttft/spans.h).
 #include <fmt/format.h>
 #include <xxhash.h>
 
@@ -12,7 +11,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace ttft {
 namespace {
@@ -72,140 +71,6 @@ std::optional<SpanLabel> ParseSpanLabel(std::string_view s) {
   }
   if (s == "template_version") return SpanLabel::kTemplate;
   return std::nullopt;
-}
-
-std::string_view ToString(InputFormat f) {
-  switch (f) {
-    case InputFormat::kAuto: return "auto";
-    case InputFormat::kSpanJsonl: return "jsonl";
-    case InputFormat::kCsv: return "csv";
-    case InputFormat::kOtlp: return "otlp";
-    case InputFormat::kSpanSink: return "span-sink";
-    case InputFormat::kProm: return "prom";
-    case InputFormat::kPromQueryJson: return "prom-json";
-  }
-  return "?";
-}
-
-std::optional<InputFormat> ParseInputFormat(std::string_view s) {
-  for (InputFormat f :
-       {InputFormat::kAuto, InputFormat::kSpanJsonl, InputFormat::kCsv, InputFormat::kOtlp,
-        InputFormat::kSpanSink, InputFormat::kProm, InputFormat::kPromQueryJson}) {
-    if (ToString(f) == s) return f;
-  }
-  return std::nullopt;
-}
-
-void ReadReport::Skip(std::string_view file, int64_t line, std::string_view category,
-                      std::string reason) {
-  ++records_skipped;
-  ++skipped_by_category[std::string(category)];
-  if (issues.size() < kMaxIssues) {
-    issues.push_back(RecordIssue{std::string(file), line, std::move(reason)});
-  }
-}
-
-std::string ReadReport::Summary() const {
-  std::string out;
-  if (records_skipped > 0) {
-    out = fmt::format("{} record{} skipped:", records_skipped, records_skipped == 1 ? "" : "s");
-    bool first = true;
-    for (const auto& [category, n] : skipped_by_category) {
-      out += fmt::format("{} {} {}", first ? "" : ",", n, category);
-      first = false;
-    }
-    for (const RecordIssue& issue : issues) {
-      out += fmt::format("\n  {}:{}: {}", issue.file, issue.line, issue.reason);
-    }
-    if (static_cast<int64_t>(issues.size()) < records_skipped) {
-      out +=
-          fmt::format("\n  ... and {} more", records_skipped - static_cast<int64_t>(issues.size()));
-    }
-  }
-  for (const std::string& w : warnings) {
-    if (!out.empty()) out += '\n';
-    out += "warning: " + w;
-  }
-  return out;
-}
-
-Result<ColumnMap> ColumnMap::Parse(std::string_view spec) {
-  static constexpr std::string_view kTargets[] = {
-      "request_id",    "arrival_s",   "queue_s",    "prefill_s", "front_end_s",   "ttft_s",
-      "decode_s",      "e2e_s",       "itl_mean_s", "itl_max_s", "prompt_tokens", "cached_tokens",
-      "output_tokens", "preemptions", "status",     "replica",   "region",        "tenant",
-      "model",         "template",    "deploy"};
-  ColumnMap map;
-  while (!spec.empty()) {
-    const size_t comma = spec.find(',');
-    std::string_view item = spec.substr(0, comma);
-    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
-    if (item.empty()) continue;
-    const size_t eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size()) {
-      return Status::Invalid(fmt::format("--columns: '{}': expected TARGET=SOURCE[:UNIT]", item));
-    }
-    Entry e;
-    e.target = std::string(item.substr(0, eq));
-    std::string_view source = item.substr(eq + 1);
-    const size_t colon = source.rfind(':');
-    if (colon != std::string_view::npos) {
-      const std::string_view unit = source.substr(colon + 1);
-      if (unit == "s") {
-        e.scale = 1;
-      } else if (unit == "ms") {
-        e.scale = 1e-3;
-      } else if (unit == "us") {
-        e.scale = 1e-6;
-      } else if (unit == "ns") {
-        e.scale = 1e-9;
-      } else {
-        return Status::Invalid(
-            fmt::format("--columns: '{}': unit must be s, ms, us or ns, got '{}'", item, unit));
-      }
-      source = source.substr(0, colon);
-    }
-    e.source = std::string(source);
-    if (std::find(std::begin(kTargets), std::end(kTargets), e.target) == std::end(kTargets)) {
-      return Status::Invalid(
-          fmt::format("--columns: '{}': unknown span field '{}'", item, e.target));
-    }
-    if (e.scale != 1 && !e.target.ends_with("_s")) {
-      return Status::Invalid(
-          fmt::format("--columns: '{}': a unit applies to durations (*_s) only", item));
-    }
-    map.entries.push_back(std::move(e));
-  }
-  return map;
-}
-
-std::string ValidateSpan(const SpanRecord& s) {
-  const std::pair<std::string_view, double> durations[] = {
-      {"queue_s", s.queue_s},       {"prefill_s", s.prefill_s}, {"front_end_s", s.front_end_s},
-      {"ttft_s", s.ttft_s},         {"decode_s", s.decode_s},   {"e2e_s", s.e2e_s},
-      {"itl_mean_s", s.itl_mean_s}, {"itl_max_s", s.itl_max_s}};
-  for (const auto& [name, v] : durations) {
-    if (std::isnan(v)) continue;  // missing
-    if (std::isinf(v)) return fmt::format("{} is infinite", name);
-    if (v < 0) return fmt::format("negative duration: {} = {}", name, v);
-    if (v > 3600) {
-      return fmt::format(
-          "{} = {} s is over an hour: looks like milliseconds in a seconds field "
-          "(use --columns {}=FIELD:ms)",
-          name, v, name);
-    }
-  }
-  if (std::isinf(s.arrival_s)) return "arrival_s is infinite";
-  if (!std::isnan(s.ttft_s) && !std::isnan(s.queue_s) && s.ttft_s + 1e-6 < s.queue_s) {
-    return fmt::format("ttft_s {} < queue_s {} (clock skew?)", s.ttft_s, s.queue_s);
-  }
-  if (s.prompt_tokens < -1 || s.cached_tokens < -1 || s.output_tokens < -1) {
-    return "negative token count";
-  }
-  if (s.cached_tokens >= 0 && s.prompt_tokens >= 0 && s.cached_tokens > s.prompt_tokens) {
-    return fmt::format("cached_tokens {} > prompt_tokens {}", s.cached_tokens, s.prompt_tokens);
-  }
-  return {};
 }
 
 auto SpanTable::DataColumns() {

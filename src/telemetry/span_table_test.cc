@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace ttft {
 namespace {

@@ -1,4 +1,4 @@
-// Span JSON Lines writer (ttft/telemetry.h, docs/spans.md).
+// Span JSON Lines writer (ttft/spans.h, docs/spans.md).
 //
 // Hand-written rather than through nlohmann::json: the simulator emits millions of
 // spans and this path must stay well under a microsecond per span; the field set is
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <map>
 
-#include "ttft/telemetry.h"
+#include "ttft/spans.h"
 
 namespace ttft {
 namespace {

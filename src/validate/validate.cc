@@ -16,6 +16,7 @@
 #include <memory>
 #include <sstream>
 
+#include "ttft/csv.h"
 #include "ttft/engine.h"
 #include "ttft/stats.h"
 #include "ttft/validate.h"
@@ -26,58 +27,23 @@ namespace {
 constexpr double kOverloadTtftS = 10.0;  // a TTFT no stable config of these rows comes near
 constexpr double kGrowthFactor = 3.0;
 
-// Splits CSV text into records of fields (RFC 4180: quotes, doubled quotes, CRLF).
-// Returns the 1-based line each record starts on.
+// Splits CSV text into records of fields (ttft/csv.h: RFC 4180 quoting, CRLF), skipping
+// empty lines. Returns the 1-based line each record starts on.
 Result<std::vector<std::pair<int, std::vector<std::string>>>> SplitCsv(const std::string& text,
                                                                        const std::string& name) {
   std::vector<std::pair<int, std::vector<std::string>>> out;
-  std::vector<std::string> rec;
-  std::string field;
-  bool quoted = false, any = false;
-  int line = 1, rec_line = 1;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"') {
-        if (i + 1 < text.size() && text[i + 1] == '"') {
-          field += '"';
-          ++i;
-        } else {
-          quoted = false;
-        }
-      } else {
-        if (c == '\n') ++line;
-        field += c;
-      }
-      continue;
-    }
-    if (c == '"') {
-      quoted = true;
-      any = true;
-    } else if (c == ',') {
-      rec.push_back(std::move(field));
-      field.clear();
-      any = true;
-    } else if (c == '\r') {
-      continue;
-    } else if (c == '\n') {
-      if (any || !field.empty()) {
-        rec.push_back(std::move(field));
-        out.emplace_back(rec_line, std::move(rec));
-      }
-      rec.clear();
-      field.clear();
-      any = false;
-      rec_line = ++line;
-    } else {
-      field += c;
-      any = true;
-    }
+  CsvReader csv(text);
+  std::vector<std::string> fields;
+  while (csv.Next(fields)) {
+    if (!fields.empty()) out.emplace_back(static_cast<int>(csv.record_line()), fields);
   }
-  if (quoted) return Status::Invalid(fmt::format("{}:{}: unterminated quoted field", name, line));
-  if (any || !field.empty()) {
-    rec.push_back(std::move(field));
-    out.emplace_back(rec_line, std::move(rec));
+  switch (csv.error()) {
+    case CsvError::kNone: break;
+    case CsvError::kUnterminatedQuote:
+      return Status::Invalid(fmt::format("{}:{}: unterminated quoted field", name, csv.line()));
+    case CsvError::kTextAfterQuote:
+      return Status::Invalid(
+          fmt::format("{}:{}: text after the closing quote of a quoted field", name, csv.line()));
   }
   return out;
 }

@@ -54,7 +54,35 @@ TEST(ReadMeasurements, ErrorsNameFileLineAndColumn) {
   EXPECT_NE(r.status().message().find("t.csv:1: rate_rps: required column"), std::string::npos)
       << r.status().message();
   r = ParseMeasurements(std::string(kHeader) + "0,tiny,\"unterminated\n", "t.csv");
-  EXPECT_FALSE(r.ok());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("t.csv:3: unterminated quoted field"), std::string::npos)
+      << r.status().message();
+  // RFC 4180: a closing quote is followed by a comma or the end of the record.
+  std::string glued = std::string(kHeader) + Row(0, 2, 30);
+  glued.replace(glued.find("\"a note"), 7, "\"a\"note");
+  r = ParseMeasurements(glued, "t.csv");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("t.csv:2: text after the closing quote"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(ReadMeasurements, CrlfBlankLinesAndQuotedNewlines) {
+  std::string text = std::string(kHeader) + "\n" + Row(0, 2, 30) + Row(1, 4, 30);
+  text.replace(text.rfind("\"a note"), 7, "\"a\nnote");  // the second row spans two lines
+  std::string crlf;
+  for (char c : text) {
+    if (c == '\n') crlf += '\r';
+    crlf += c;
+  }
+  for (const std::string& t : {text, crlf}) {
+    auto rows = ParseMeasurements(t, "t.csv");
+    ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+    ASSERT_EQ(rows->size(), 2u);
+    EXPECT_EQ((*rows)[0].source, "t.csv:3");
+    EXPECT_EQ((*rows)[1].source, "t.csv:4");
+    EXPECT_EQ((*rows)[1].experiment, "tiny");
+    EXPECT_DOUBLE_EQ((*rows)[1].measured.decode_ms_per_token, 8);
+  }
 }
 
 TEST(SimulateRun, StagesRunBackToBackAndReuseThePrompts) {

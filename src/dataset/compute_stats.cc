@@ -1,6 +1,7 @@
 // Per-group statistics of inputs for `ttft stats` (ttft/dataset.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 

@@ -1,0 +1,73 @@
+// Reading inputs (ttft/input.h): read reports and whole files or their heads. Formats
+// and their detection are input_formats.cc; the byte stream (gzip, stdin) is
+// input_stream.cc.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "telemetry/input_stream.h"
+#include "ttft/input.h"
+
+namespace ttft {
+
+void ReadReport::Skip(std::string_view file, int64_t line, std::string_view category,
+                      std::string reason) {
+  ++records_skipped;
+  ++skipped_by_category[std::string(category)];
+  if (issues.size() < kMaxIssues) {
+    issues.push_back(RecordIssue{std::string(file), line, std::move(reason)});
+  }
+}
+
+std::string ReadReport::Summary() const {
+  std::string out;
+  if (records_skipped > 0) {
+    out = fmt::format("{} record{} skipped:", records_skipped, records_skipped == 1 ? "" : "s");
+    bool first = true;
+    for (const auto& [category, n] : skipped_by_category) {
+      out += fmt::format("{} {} {}", first ? "" : ",", n, category);
+      first = false;
+    }
+    for (const RecordIssue& issue : issues) {
+      out += fmt::format("\n  {}:{}: {}", issue.file, issue.line, issue.reason);
+    }
+    if (static_cast<int64_t>(issues.size()) < records_skipped) {
+      out +=
+          fmt::format("\n  ... and {} more", records_skipped - static_cast<int64_t>(issues.size()));
+    }
+  }
+  for (const std::string& w : warnings) {
+    if (!out.empty()) out += '\n';
+    out += "warning: " + w;
+  }
+  return out;
+}
+
+Result<std::string> ReadInputHead(const std::string& path, size_t max_bytes) {
+  TTFT_ASSIGN_OR_RETURN(auto in, internal::InputStream::Open(path));
+  std::string out(max_bytes, '\0');
+  size_t filled = 0;
+  while (filled < max_bytes) {
+    TTFT_ASSIGN_OR_RETURN(size_t n, in->Read(out.data() + filled, max_bytes - filled));
+    if (n == 0) break;
+    filled += n;
+  }
+  out.resize(filled);
+  return out;
+}
+
+Result<std::string> ReadInputFile(const std::string& path) {
+  TTFT_ASSIGN_OR_RETURN(auto in, internal::InputStream::Open(path));
+  std::string out;
+  size_t filled = 0;
+  for (;;) {
+    out.resize(std::max<size_t>(filled * 2, filled + (1 << 16)));
+    TTFT_ASSIGN_OR_RETURN(size_t n, in->Read(out.data() + filled, out.size() - filled));
+    if (n == 0) break;
+    filled += n;
+  }
+  out.resize(filled);
+  return out;
+}
+
+}  // namespace ttft

@@ -1,0 +1,90 @@
+// Tests for the input format registry (telemetry/input_formats.h): detection order,
+// names, and the span readers' refusal of metric formats.
+#include "telemetry/input_formats.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "ttft/input.h"
+#include "ttft/spans.h"
+
+namespace ttft {
+namespace {
+
+TEST(InputFormats, DetectsEachFormat) {
+  EXPECT_EQ(DetectFormat(R"({"request_id":"a","ttft_s":0.1})"), InputFormat::kSpanJsonl);
+  EXPECT_EQ(DetectFormat("\xEF\xBB\xBF  \n[1]"), InputFormat::kSpanJsonl);  // BOM, space
+  EXPECT_EQ(DetectFormat(R"({"resourceSpans":[]})"), InputFormat::kOtlp);
+  EXPECT_EQ(DetectFormat(R"({"resource_spans":[]})"), InputFormat::kOtlp);
+  EXPECT_EQ(DetectFormat(R"({"status":"success","data":{"resultType":"matrix"}})"),
+            InputFormat::kPromQueryJson);
+  EXPECT_EQ(DetectFormat(R"({"name":"llm_request","start_unix_ns":1})"), InputFormat::kSpanSink);
+  EXPECT_EQ(DetectFormat("# HELP x y\n# TYPE x counter\nx 1\n"), InputFormat::kProm);
+  EXPECT_EQ(DetectFormat("vllm:num_requests_running{a=\"b\"} 3\n"), InputFormat::kProm);
+  EXPECT_EQ(DetectFormat("_x 3\n"), InputFormat::kProm);
+  EXPECT_EQ(DetectFormat("request_id,ttft_s\na,0.1\n"), InputFormat::kCsv);
+  EXPECT_EQ(DetectFormat(""), InputFormat::kSpanJsonl);  // nothing matches: span JSONL
+  EXPECT_EQ(DetectFormat("12 34\n"), InputFormat::kSpanJsonl);
+}
+
+TEST(InputFormats, DetectionOrder) {
+  // OTLP before prom-json and span-sink, which come before plain JSON.
+  EXPECT_EQ(DetectFormat(R"({"resourceSpans":[],"resultType":1,"start_unix_ns":1})"),
+            InputFormat::kOtlp);
+  EXPECT_EQ(DetectFormat(R"({"resultType":1,"start_unix_ns":1})"), InputFormat::kPromQueryJson);
+  // JSON keys count only near the start.
+  EXPECT_EQ(DetectFormat("{" + std::string(5000, ' ') + R"("resourceSpans":[]})"),
+            InputFormat::kSpanJsonl);
+  // JSON wins over exposition comments; exposition comments win over a comma.
+  EXPECT_EQ(DetectFormat("{\"a\":1}\n# TYPE x counter\n"), InputFormat::kSpanJsonl);
+  EXPECT_EQ(DetectFormat("a,b 1\n# HELP x y\n"), InputFormat::kProm);
+  // A sample-looking first line with a comma is CSV.
+  EXPECT_EQ(DetectFormat("request_id,ttft s\n"), InputFormat::kCsv);
+}
+
+TEST(InputFormats, NamesRoundTrip) {
+  std::set<std::string_view> names;
+  for (const internal::InputFormatRow& row : internal::InputFormats()) {
+    EXPECT_EQ(ToString(row.format), row.name);
+    EXPECT_EQ(ParseInputFormat(row.name), row.format);
+    EXPECT_EQ(internal::FindInputFormat(row.format), &row);
+    EXPECT_NE(row.detect, nullptr) << row.name;
+    EXPECT_TRUE(names.insert(row.name).second) << "duplicate name " << row.name;
+    EXPECT_FALSE(row.splittable && row.make_parser == nullptr) << row.name;
+  }
+  EXPECT_EQ(names.size(), 6u);
+  EXPECT_EQ(ToString(InputFormat::kAuto), "auto");
+  EXPECT_EQ(ParseInputFormat("auto"), InputFormat::kAuto);
+  EXPECT_EQ(ParseInputFormat("JSONL"), std::nullopt);
+  EXPECT_EQ(internal::FindInputFormat(InputFormat::kAuto), nullptr);
+}
+
+// The span readers take the formats with a parser and name the others.
+TEST(InputFormats, SpanReadersRefuseMetricFormats) {
+  class CountSink final : public SpanSink {
+   public:
+    void Add(const SpanRecord&) override { ++n; }
+    int n = 0;
+  };
+  for (InputFormat f : {InputFormat::kProm, InputFormat::kPromQueryJson}) {
+    SpanReadOptions o;
+    o.format = f;
+    CountSink sink;
+    ReadReport report;
+    Status st = ParseSpans("x 1\n", "m.prom", o, sink, report);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(st.message(), "m.prom: holds " + std::string(ToString(f)) + " metrics, not spans");
+  }
+  CountSink sink;
+  ReadReport report;
+  EXPECT_TRUE(ParseSpans("# TYPE x counter\nx 1\n", "auto.prom", {}, sink, report)
+                  .message()
+                  .starts_with("auto.prom: holds prom metrics"));
+  EXPECT_TRUE(ParseSpans("request_id,ttft_s\na,0.5\n", "s.csv", {}, sink, report).ok());
+  EXPECT_EQ(sink.n, 1);
+}
+
+}  // namespace
+}  // namespace ttft
