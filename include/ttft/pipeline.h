@@ -92,8 +92,7 @@ struct SignatureCheck {
   bool pass = false;
   std::string observed;
 };
-std::vector<SignatureCheck> SeedSignature(const WindowStats& baseline,
-                                          const WindowStats& incident);
+std::vector<SignatureCheck> SeedSignature(const WindowStats& baseline, const WindowStats& incident);
 
 // A drill: a scenario with a change, simulated and diagnosed, with the seed's
 // signature and the cost model's check of the seed's arithmetic.

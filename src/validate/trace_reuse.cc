@@ -15,8 +15,7 @@ namespace ttft {
 
 Result<TraceReuse> MooncakeReuseFromIds(const std::string& path, int64_t max_requests,
                                         int block_size) {
-  TTFT_ASSIGN_OR_RETURN(auto reader,
-                        TraceReader::Open(TraceSpec::Format::kMooncake, path));
+  TTFT_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(TraceSpec::Format::kMooncake, path));
   constexpr int64_t kBlock = kMooncakeBlockTokens;
   if (block_size <= 0 || kBlock % block_size != 0) {
     return Status::Invalid(fmt::format("block_size: must divide {}, got {}", kBlock, block_size));

@@ -23,7 +23,6 @@
 
 #include "ttft/workload.h"
 #include "workload/random.h"
-#include "ttft/workload.h"
 
 namespace ttft {
 
@@ -32,7 +31,6 @@ using workload_internal::Exp1;
 using workload_internal::Gamma;
 using workload_internal::HashStr;
 using workload_internal::HashU64;
-
 
 using workload_internal::Uniform01;
 
@@ -531,8 +529,7 @@ Status RequestSourceImpl::Refill(TraceSource& s) {
     const auto n = static_cast<int64_t>(s.rec.hash_ids.size());
     for (int64_t i = 0; i < n; ++i) {
       const int64_t tokens =
-          i + 1 < n ? kMooncakeBlockTokens
-                    : s.rec.input_tokens - kMooncakeBlockTokens * (n - 1);
+          i + 1 < n ? kMooncakeBlockTokens : s.rec.input_tokens - kMooncakeBlockTokens * (n - 1);
       s.pieces.push_back({Combine(s.key_base, s.rec.hash_ids[i]), static_cast<int32_t>(tokens)});
     }
   } else {
