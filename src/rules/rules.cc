@@ -140,6 +140,11 @@ Status CheckSelector(std::string_view s) {
                     "job=\"vllm\",namespace=~\"prod-.*\")",
                     s, why, i + 1));
   };
+  // A line break would end the generated files' comment header early.
+  if (const size_t nl = s.find_first_of("\r\n"); nl != std::string_view::npos) {
+    i = nl;
+    return bad("a line break");
+  }
   skip_space();
   if (i == s.size()) return Status::Ok();
   while (true) {
@@ -164,7 +169,6 @@ Status CheckSelector(std::string_view s) {
         i += 2;
         continue;
       }
-      if (s[i] == '\n') return bad("a line break in the value");
       if (s[i++] == '"') {
         closed = true;
         break;
