@@ -1,9 +1,9 @@
 // `ttft rules` end to end: the real binary writes the rule files and the dashboard, and
 // real tools judge them.
 //
-//   * promtool check rules: both files, both engines.
-//   * promtool test rules: synthetic series (written here) on which each alert must
-//     fire, and healthy series on which none may.
+//   * promtool check rules (and vmalert -dryRun): both files, both engines.
+//   * promtool test rules, both engines: synthetic series (written here) on which each
+//     alert must fire, and healthy series on which none may.
 //   * a real Prometheus (Debian's /usr/bin/prometheus) backfilled with the metrics of a
 //     simulated incident (`ttft simulate incidents/prefix-cache-collapse`): every
 //     dashboard query and every recording rule returns data.
@@ -156,6 +156,14 @@ TEST_F(RulesPromtool, CheckRulesAcceptsBothFilesForBothEngines) {
                         dir / "check.log", 60);
       EXPECT_EQ(rc, 0) << engine << " " << f << ":\n" << Slurp(dir / "check.log");
       EXPECT_THAT(Slurp(dir / "check.log"), ::testing::HasSubstr("SUCCESS"));
+      // vmalert parses the same files (its PromQL dialect, MetricsQL, and templates).
+      if (IsExecutable(kVmalert)) {
+        const int vrc = Sh(fmt::format("{} -dryRun -rule={} -datasource.url=http://127.0.0.1:1 "
+                                       "-loggerLevel=ERROR",
+                                       kVmalert, (dir / f).string()),
+                           dir / "vmalert.log", 60);
+        EXPECT_EQ(vrc, 0) << engine << " " << f << ":\n" << Slurp(dir / "vmalert.log");
+      }
     }
     // What SGLang lacks is left out, and the files say so.
     const std::string rec = Slurp(dir / "ttft-recording.rules.yml");
@@ -231,15 +239,33 @@ std::string Series(const std::string& s, const std::string& values) {
   return fmt::format("      - series: {}\n        values: {}\n", Quote(s), Quote(values));
 }
 
-TEST_F(RulesPromtool, TestRulesEachAlertFiresAndHealthySeriesStayQuiet) {
-  const fs::path dir = FreshDir("unit");
-  ASSERT_TRUE(Generate(dir, fmt::format("--selector '{}'", kSelector)));
+// The series names `ttft rules --engine E` reads, for the synthetic input.
+struct EngineNames {
+  const char* engine;
+  std::string ttft, hits, queries, queue;
+};
+const EngineNames kEngines[] = {
+    {"vllm", "vllm:time_to_first_token_seconds", "vllm:prefix_cache_hits_total",
+     "vllm:prefix_cache_queries_total", "vllm:request_queue_time_seconds_bucket"},
+    {"sglang", "sglang:time_to_first_token_seconds", "sglang:cached_tokens_total",
+     "sglang:prompt_tokens_total", "sglang:queue_time_seconds_bucket"},
+};
+
+class RulesPromtoolUnit : public RulesPromtool,
+                          public ::testing::WithParamInterface<EngineNames> {};
+
+INSTANTIATE_TEST_SUITE_P(Engines, RulesPromtoolUnit, ::testing::ValuesIn(kEngines),
+                         [](const auto& info) { return std::string(info.param.engine); });
+
+TEST_P(RulesPromtoolUnit, TestRulesEachAlertFiresAndHealthySeriesStayQuiet) {
+  const EngineNames& e = GetParam();
+  const fs::path dir = FreshDir(std::string("unit_") + e.engine);
+  ASSERT_TRUE(Generate(dir, fmt::format("--engine {} --selector '{}'", e.engine, kSelector)));
   const auto defs = AlertDefs(dir / "ttft-alerts.rules.yml");
   ASSERT_EQ(defs.size(), 5u);
-  const std::string ttft = "vllm:time_to_first_token_seconds";
-  const std::string hits = "vllm:prefix_cache_hits_total",
-                    queries = "vllm:prefix_cache_queries_total";
-  const std::string queue = "vllm:request_queue_time_seconds_bucket";
+  const std::string& ttft = e.ttft;
+  const std::string &hits = e.hits, &queries = e.queries;
+  const std::string& queue = e.queue;
   auto m = [](const std::string& model) {
     return std::map<std::string, std::string>{{"model_name", model}};
   };

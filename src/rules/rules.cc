@@ -571,14 +571,18 @@ Result<std::string> DashboardJson(const RulesOptions& o) {
   using json = nlohmann::json;
   const json ds = {{"type", "prometheus"}, {"uid", "${DS_PROMETHEUS}"}};
   json panels = json::array();
-  int id = 1, x = 0, y = 0;
+  // Panels fill rows of Grafana's 24 columns left to right; a row is as tall as its
+  // tallest panel.
+  int id = 1, x = 0, y = 0, row_h = 0;
   auto place = [&](int w, int h) {
     if (x + w > 24) {
       x = 0;
-      y += h;
+      y += row_h;
+      row_h = 0;
     }
     json g = {{"x", x}, {"y", y}, {"w", w}, {"h", h}};
     x += w;
+    row_h = std::max(row_h, h);
     return g;
   };
   for (const Panel& p : Panels(c)) {
@@ -631,10 +635,6 @@ Result<std::string> DashboardJson(const RulesOptions& o) {
                                           ? DefaultDeployAnnotationExpr(o.selector)
                                           : o.deploy_annotation_expr;
   json dash = {
-      {"__inputs", json::array({{{"name", "DS_PROMETHEUS"},
-                                 {"label", "Prometheus"},
-                                 {"type", "datasource"},
-                                 {"pluginId", "prometheus"}}})},
       {"id", nullptr},
       {"uid", fmt::format("ttft-{}", RulesEngineName(o.engine))},
       {"title", fmt::format("ttft: tail TTFT and prefix cache ({})", RulesEngineName(o.engine))},

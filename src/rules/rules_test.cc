@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace ttft {
 namespace {
@@ -250,10 +252,19 @@ TEST(DashboardTest, PanelsQueriesVariablesAndAnnotations) {
   std::set<int> ids;
   size_t targets = 0;
   std::set<std::string> titles;
+  std::vector<std::tuple<int, int, int, int>> boxes;
   for (const auto& p : d["panels"]) {
     EXPECT_TRUE(ids.insert(p["id"].get<int>()).second) << "duplicate id " << p["id"];
     const auto& g = p["gridPos"];
     EXPECT_LE(g["x"].get<int>() + g["w"].get<int>(), 24) << p["title"];
+    // No two panels overlap.
+    for (const auto& [px, py, pw, ph] : boxes) {
+      const bool apart =
+          g["x"].get<int>() >= px + pw || px >= g["x"].get<int>() + g["w"].get<int>() ||
+          g["y"].get<int>() >= py + ph || py >= g["y"].get<int>() + g["h"].get<int>();
+      EXPECT_TRUE(apart) << p["title"] << " overlaps another panel";
+    }
+    boxes.push_back({g["x"].get<int>(), g["y"].get<int>(), g["w"].get<int>(), g["h"].get<int>()});
     titles.insert(p["title"]);
     if (p.contains("targets")) {
       for (const auto& t : p["targets"]) {
