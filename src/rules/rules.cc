@@ -140,11 +140,14 @@ Status CheckSelector(std::string_view s) {
                     "job=\"vllm\",namespace=~\"prod-.*\")",
                     s, why, i + 1));
   };
-  // A line break would end the generated files' comment header early.
-  if (const size_t nl = s.find_first_of("\r\n"); nl != std::string_view::npos) {
-    i = nl;
-    return bad("a line break");
+  // A line break would end the generated files' comment header early; other control
+  // characters have no place in a selector either.
+  for (; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\r' || c == '\n') return bad("a line break");
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return bad("a control character");
   }
+  i = 0;
   skip_space();
   if (i == s.size()) return Status::Ok();
   while (true) {
@@ -338,8 +341,10 @@ Status ValidateRulesOptions(const RulesOptions& o) {
         "counts the requests in the bucket at that le, so the threshold must be one",
         o.slo_ttft_s, RulesEngineName(o.engine), list));
   }
-  if (o.deploy_annotation_expr.find('\n') != std::string::npos) {
-    return Status::Invalid("--deploy-annotation-expr: a line break in the query");
+  for (unsigned char c : o.deploy_annotation_expr) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      return Status::Invalid("--deploy-annotation-expr: a line break or control character");
+    }
   }
   return Status::Ok();
 }
@@ -550,6 +555,7 @@ Result<std::string> RecordingRulesYaml(const RulesOptions& o) {
   TTFT_ASSIGN_OR_RETURN(std::vector<PromRuleGroup> groups, RecordingRules(o));
   YAML::Emitter out;
   EmitGroups(out, groups);
+  if (!out.good()) return Status::Internal("YAML emitter: " + out.GetLastError());
   return Ctx(o).Header("Prometheus recording rules") +
          "# Load with rule_files: in prometheus.yml, or vmalert -rule (needs -remoteWrite.url).\n" +
          out.c_str() + "\n";
@@ -559,6 +565,7 @@ Result<std::string> AlertingRulesYaml(const RulesOptions& o) {
   TTFT_ASSIGN_OR_RETURN(std::vector<PromRuleGroup> groups, AlertingRules(o));
   YAML::Emitter out;
   EmitGroups(out, groups);
+  if (!out.good()) return Status::Internal("YAML emitter: " + out.GetLastError());
   return Ctx(o).Header("Prometheus alerting rules") +
          "# Self-contained (reads the engine's series only). Load with rule_files: in\n"
          "# prometheus.yml, or vmalert -rule. The TTFT threshold must be a bucket bound.\n" +

@@ -97,13 +97,16 @@ TEST(RulesOptionsTest, SelectorMustBeLabelMatchers) {
   }
   for (const char* bad :
        {"job=vllm", R"(job="vllm"} or vector(1) or x{a="b")", R"(="x")", R"(job=="x")",
-        R"(job="unterminated)", R"(a="x" b="y")", R"(1a="x")", "job\n=\"x\""}) {
+        R"(job="unterminated)", R"(a="x" b="y")", R"(1a="x")", "job\n=\"x\"", "job=\"a\x01b\""}) {
     RulesOptions o = Vllm();
     o.selector = bad;
     const Status st = ValidateRulesOptions(o);
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(st.message(), HasSubstr("--selector")) << bad;
   }
+  RulesOptions a = Vllm();
+  a.deploy_annotation_expr = "up\n> 0";
+  EXPECT_THAT(ValidateRulesOptions(a).message(), HasSubstr("--deploy-annotation-expr"));
   RulesOptions o = Vllm();
   o.replica_label = "pod name";
   EXPECT_THAT(ValidateRulesOptions(o).message(), HasSubstr("--replica-label"));
