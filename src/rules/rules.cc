@@ -37,6 +37,8 @@ struct EngineSeries {
   std::vector<std::string> notes;
 };
 
+// Each note is one string literal split over lines, not a missing comma.
+// NOLINTBEGIN(bugprone-suspicious-missing-comma)
 EngineSeries SeriesFor(RulesEngine engine) {
   EngineSeries s;
   if (engine == RulesEngine::kVllm) {
@@ -77,6 +79,7 @@ EngineSeries SeriesFor(RulesEngine engine) {
       "is sglang:token_usage (fraction of the KV token pool in use)."};
   return s;
 }
+// NOLINTEND(bugprone-suspicious-missing-comma)
 
 // Multiwindow, multi-burn-rate alerts for a 30-day SLO: the SRE workbook's Table 5-8
 // page rows. factor = budget fraction spent x 720 h / long window.
@@ -506,8 +509,9 @@ std::vector<Panel> Panels(const Ctx& c) {
   for (const auto& [name, hist] :
        {std::pair<std::string, std::string>{"queue", c.s.queue}, {"prefill", c.s.prefill}}) {
     if (hist.empty()) continue;
-    qp.targets.push_back({c.Quantile(0.5, hist, c.by_model, ri, f), name + " p50 {{model_name}}"});
-    qp.targets.push_back({c.Quantile(0.99, hist, c.by_model, ri, f), name + " p99 {{model_name}}"});
+    qp.targets.emplace_back(c.Quantile(0.5, hist, c.by_model, ri, f), name + " p50 {{model_name}}");
+    qp.targets.emplace_back(c.Quantile(0.99, hist, c.by_model, ri, f),
+                            name + " p99 {{model_name}}");
   }
   if (c.s.prefill.empty())
     qp.description += " SGLang exports no prefill-time histogram: queue only.";

@@ -267,7 +267,7 @@ TEST(DashboardTest, PanelsQueriesVariablesAndAnnotations) {
           g["y"].get<int>() >= py + ph || py >= g["y"].get<int>() + g["h"].get<int>();
       EXPECT_TRUE(apart) << p["title"] << " overlaps another panel";
     }
-    boxes.push_back({g["x"].get<int>(), g["y"].get<int>(), g["w"].get<int>(), g["h"].get<int>()});
+    boxes.emplace_back(g["x"].get<int>(), g["y"].get<int>(), g["w"].get<int>(), g["h"].get<int>());
     titles.insert(p["title"]);
     if (p.contains("targets")) {
       for (const auto& t : p["targets"]) {
