@@ -24,6 +24,7 @@ Runner RegisterStats(CLI::App& app);
 Runner RegisterDiagnose(CLI::App& app);
 Runner RegisterValidate(CLI::App& app);
 Runner RegisterTokenize(CLI::App& app);
+Runner RegisterRules(CLI::App& app);
 
 // The reader flags every command that reads telemetry takes (`stats`, `diagnose`):
 // --input-format, --strict, --columns.

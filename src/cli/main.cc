@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
       ttft::cli::RegisterValidate);
   add("tokenize", "Token ids (or their count) of standard input, from a tokenizer.json",
       ttft::cli::RegisterTokenize);
+  add("rules", "Prometheus recording and alerting rules and a Grafana dashboard for tail TTFT",
+      ttft::cli::RegisterRules);
 
   try {
     app.parse(argc, argv);
