@@ -315,12 +315,22 @@ Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snaps
     }
   }
   if (kv_n > 0) w.kv_usage = kv_sum / kv_n;
-  // Replicas: distinct `replica` (or `instance`) label values of the TTFT family.
+  // Replicas: distinct values of each TTFT series' `replica` label, or of its
+  // `instance` label when it has no `replica` (one name per series: a series carrying
+  // both was counted twice).
   if (const MetricFamily* f = FindCanonical(d, CanonicalMetric::kTtft)) {
     std::vector<std::string> names;
     for (const MetricSeries& s : f->series) {
+      const std::string* replica = nullptr;
+      const std::string* instance = nullptr;
       for (const auto& [k, v] : s.labels) {
-        if (k == "replica" || k == "instance") names.push_back(v);
+        if (k == "replica") replica = &v;
+        if (k == "instance") instance = &v;
+      }
+      if (replica != nullptr) {
+        names.push_back(*replica);
+      } else if (instance != nullptr) {
+        names.push_back(*instance);
       }
     }
     std::sort(names.begin(), names.end());

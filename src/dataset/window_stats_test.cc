@@ -1,5 +1,6 @@
 // ComputeWindowStats (ttft/window_stats.h): its quantiles are ttft::Quantile's exactly (it
 // selects on float and int32 copies, and each selection only above the previous one).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -184,6 +185,34 @@ TEST(OneStatisticsModel, ByLabelAndStatusGroups) {
   by.by = "colour";
   EXPECT_EQ(SummarizeSpans(t, by).status().code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(StreamingStats::Create(by).ok());
+}
+
+// A replica's series carrying both `replica` and `instance` (a scrape through a
+// relabelling Prometheus) is one replica, not two.
+TEST(WindowStatsFromMetrics, ReplicaAndInstanceLabelsCountOnce) {
+  std::vector<MetricSnapshot> snaps;
+  for (int k = 0; k < 2; ++k) {
+    std::string text = "# TYPE vllm:time_to_first_token_seconds histogram\n";
+    for (const char* r : {"a", "b"}) {
+      const std::string labels =
+          fmt::format("replica=\"{}\",instance=\"10.0.0.{}:8000\"", r, r[0] - 'a');
+      text += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"1.0\"}} {}\n", labels,
+                          10 * k);
+      text += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"+Inf\"}} {}\n", labels,
+                          10 * k);
+      text += fmt::format("vllm:time_to_first_token_seconds_sum{{{}}} {}\n", labels, 5 * k);
+      text += fmt::format("vllm:time_to_first_token_seconds_count{{{}}} {}\n", labels, 10 * k);
+    }
+    ReadReport report;
+    auto s = ParseExposition(text, {}, report);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    s->timestamp_s = 15.0 * (k + 1);
+    snaps.push_back(std::move(*s));
+  }
+  auto w = WindowStatsFromMetrics(snaps, 15, 30);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->replicas, 2);
+  EXPECT_EQ(w->requests, 20);
 }
 
 }  // namespace
