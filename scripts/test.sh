@@ -13,6 +13,8 @@ JOBS=$(nproc)
 echo "== build (release)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j "$JOBS"
+echo "== lint (clang-format, clang-tidy)"
+scripts/lint.sh --tidy
 echo "== tests (release)"
 ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 900
 

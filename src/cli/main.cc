@@ -15,7 +15,9 @@ bool StderrIsTty() { return isatty(STDERR_FILENO) == 1; }
 bool StdoutIsTty() { return isatty(STDOUT_FILENO) == 1; }
 }  // namespace ttft::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{
       "ttft: find out why an LLM-serving fleet's tail time-to-first-token regressed, prove it\n"
       "with numbers, and keep it from regressing again.",
@@ -61,4 +63,19 @@ int main(int argc, char** argv) {
     }
   }
   return 2;
+}
+
+}  // namespace
+
+// The library reports errors as values; an exception reaching here is a bug (or an
+// allocation failure): say so on one line and exit 70 (EX_SOFTWARE), never abort.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ttft: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "ttft: internal error: unknown exception\n");
+  }
+  return 70;
 }

@@ -206,6 +206,7 @@ TermQuantiles HistogramTerms(const MetricFamily* f, const std::optional<std::str
     return q;
   }
   std::vector<Bucket> buckets;
+  buckets.reserve(by_le.size() + 1);
   for (const auto& [le, c] : by_le) buckets.push_back({le, c});
   buckets.push_back({std::numeric_limits<double>::infinity(), count});
   q.source = TermQuantiles::Source::kBuckets;

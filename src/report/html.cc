@@ -231,7 +231,7 @@ std::string RenderHtml(const DiagnosisReport& r) {
   std::vector<Line> cdf = {{"baseline", "#2ca02c", r.cdf_before, false},
                            {"incident", "#d62728", r.cdf_after, false}};
   std::vector<Line> cdf_swapped;
-  for (Line l : cdf) {
+  for (const Line& l : cdf) {
     cdf_swapped.push_back(l);  // (seconds, fraction): fraction on the right axis
     cdf_swapped.back().right_axis = true;
   }

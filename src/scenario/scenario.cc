@@ -114,7 +114,7 @@ Keys Concat(Keys a, const Keys& b) {
 // Not assignable: YAML::Node's operator= rebinds the *shared* node it refers to, which
 // would rewrite the document (yaml-cpp 0.7); copies are handles and safe.
 struct Setting {
-  Setting(YAML::Node n, std::string p) : node(std::move(n)), path(std::move(p)) {}
+  Setting(const YAML::Node& n, std::string p) : node(n), path(std::move(p)) {}
   Setting(const Setting&) = default;
   Setting& operator=(const Setting&) = delete;
   YAML::Node node;

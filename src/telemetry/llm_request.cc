@@ -100,7 +100,10 @@ bool NanosToSeconds(simdjson::dom::element el, double& out) {
   } else {
     return false;
   }
-  out = static_cast<double>(ns / 1000000000ULL) + static_cast<double>(ns % 1000000000ULL) / 1e9;
+  // Whole seconds and the nanoseconds apart keep the precision a double of the full
+  // nanosecond count would lose.
+  out = static_cast<double>(ns / 1000000000ULL) +  // NOLINT(bugprone-integer-division)
+        static_cast<double>(ns % 1000000000ULL) / 1e9;
   return true;
 }
 

@@ -37,7 +37,8 @@ std::string SeriesExpr(std::span<const std::string> families, const std::string&
   std::string regex;
   for (const std::string& f : families) {
     if (!regex.empty()) regex += '|';
-    regex += f + "|" + f + "_bucket|" + f + "_sum|" + f + "_count";
+    regex.append(f).append("|").append(f).append("_bucket|").append(f).append("_sum|");
+    regex.append(f).append("_count");
   }
   return fmt::format("{{__name__=~\"{}\"{}{}}}", regex, selector.empty() ? "" : ",", selector);
 }

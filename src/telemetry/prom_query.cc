@@ -40,7 +40,7 @@ bool ParseSampleValue(const json& v, double& out) {
 
 // obj[key] when it is a string, else `fallback`. json::value() would throw on a
 // present key of another type (the prom_query fuzzer found {"status": {...}}).
-std::string StringOr(const json& obj, const char* key, std::string fallback) {
+std::string StringOr(const json& obj, const char* key, const std::string& fallback) {
   const auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
 }

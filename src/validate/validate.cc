@@ -227,6 +227,7 @@ Result<std::vector<StageResult>> SimulateRun(const std::vector<MeasurementRow>& 
                                              const ValidateOptions& opt) {
   if (in.empty()) return std::vector<StageResult>{};
   std::vector<const MeasurementRow*> stages;
+  stages.reserve(in.size());
   for (const auto& r : in) stages.push_back(&r);
   std::stable_sort(stages.begin(), stages.end(),
                    [](const auto* a, const auto* b) { return a->stage < b->stage; });
