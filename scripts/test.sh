@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds ttft and runs the whole test suite: unit and integration tests (Release),
 # the same again under AddressSanitizer + UBSan, then every fuzz target for a
-# bounded time on its seed corpus. This is what CI runs (.ci/run).
+# bounded time on its seed corpus. Between the release build and its tests,
+# scripts/lint.sh --tidy (formatting and clang-tidy, findings as errors). This is what
+# CI runs (.ci/run).
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 60, two targets at a time on two
 #                    cores; 0 skips fuzzing)
 #   SKIP_SANITIZE=1  skip the sanitizer pass (local iteration only)
