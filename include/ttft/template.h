@@ -202,11 +202,11 @@ struct RenderResult {
 // A use in the template of something the linter looks at (TemplateUses).
 struct TemplateUse {
   enum class Kind : uint8_t {
-    kVariable,     // a top-level name read (not assigned first in the template)
-    kClockCall,    // strftime_now(...) or now(...)
-    kTojson,       // a |tojson filter
-    kItems,        // a |items filter or .items() call
-    kDictLiteral,  // a literal in template text that looks volatile (not used here)
+    kVariable,   // a top-level name read (not assigned first in the template)
+    kClockCall,  // strftime_now(...) or now(...)
+    kTojson,     // a |tojson filter
+    kItems,      // a |items filter or .items() call
+    kAlias,      // `for name in EXPR` or `set name = EXPR`: argument = EXPR's root
   };
   Kind kind = Kind::kVariable;
   std::string name;  // the variable, or the function / filter name

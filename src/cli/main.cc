@@ -13,6 +13,10 @@
 namespace ttft::cli {
 bool StderrIsTty() { return isatty(STDERR_FILENO) == 1; }
 bool StdoutIsTty() { return isatty(STDOUT_FILENO) == 1; }
+Status ExitViolation() { return Status(StatusCode::kDataError, "\x01violations"); }
+bool IsExitViolation(const Status& st) {
+  return st.code() == StatusCode::kDataError && st.message() == "\x01violations";
+}
 }  // namespace ttft::cli
 
 int main(int argc, char** argv) {
@@ -41,6 +45,8 @@ int main(int argc, char** argv) {
       ttft::cli::RegisterValidate);
   add("tokenize", "Token ids (or their count) of standard input, from a tokenizer.json",
       ttft::cli::RegisterTokenize);
+  add("lint", "Lint a chat template or a prompt corpus for prefix-cache breakers",
+      ttft::cli::RegisterLint);
 
   try {
     app.parse(argc, argv);
@@ -51,6 +57,7 @@ int main(int argc, char** argv) {
   for (auto& [sub, run] : runners) {
     if (sub->parsed()) {
       ttft::Status st = run();
+      if (ttft::cli::IsExitViolation(st)) return 1;
       if (!st.ok()) {
         std::fprintf(stderr, "ttft %s: %s\n", sub->get_name().c_str(), st.message().c_str());
         return ttft::ExitCodeFor(st);

@@ -526,6 +526,9 @@ class Parser {
       if (!IsName("in")) return ErrorHere(fmt::format("expected 'in', got {}", Describe(Cur())));
       Next();
       TTFT_ASSIGN_OR_RETURN(s->expr, ParseTuple(false));
+      for (const std::string& t : s->targets) {
+        uses_.push_back({TemplateUse::Kind::kAlias, t, pos, RootName(*s->expr)});
+      }
       if (IsName("if")) {
         Next();
         TTFT_ASSIGN_OR_RETURN(s->filter, ParseExpression(true));
@@ -555,6 +558,9 @@ class Parser {
         Next();
         s->kind = Stmt::Kind::kSet;
         TTFT_ASSIGN_OR_RETURN(s->expr, ParseTuple(true));
+        if (s->attr.empty()) {
+          uses_.push_back({TemplateUse::Kind::kAlias, s->targets[0], pos, RootName(*s->expr)});
+        }
         TTFT_RETURN_IF_ERROR(ExpectBlockEnd());
       } else {
         if (!s->attr.empty()) return ErrorHere("expected '='");
