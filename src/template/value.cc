@@ -65,7 +65,11 @@ Value Value::TrackedString(std::string text, std::vector<TaintSpan> spans) {
 
 namespace {
 
-Value FromNlohmann(const nlohmann::ordered_json& j) {
+Value FromNlohmann(const nlohmann::ordered_json& j, int depth, bool& too_deep) {
+  if (depth > 256) {
+    too_deep = true;
+    return Value::None();
+  }
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return Value::None();
     case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
@@ -81,12 +85,13 @@ Value FromNlohmann(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(FromNlohmann(e));
+      for (const auto& e : j) items.push_back(FromNlohmann(e, depth + 1, too_deep));
       return Value::List(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       Value d = Value::Dict();
-      for (auto it = j.begin(); it != j.end(); ++it) d.Set(it.key(), FromNlohmann(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it)
+        d.Set(it.key(), FromNlohmann(it.value(), depth + 1, too_deep));
       return d;
     }
     default: return Value::None();
@@ -98,7 +103,10 @@ Value FromNlohmann(const nlohmann::ordered_json& j) {
 Result<Value> Value::FromJson(std::string_view json, std::string_view source) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(json, nullptr, false);
   if (j.is_discarded()) return Status::Invalid(fmt::format("{}: not valid JSON", source));
-  return FromNlohmann(j);
+  bool too_deep = false;
+  Value v = FromNlohmann(j, 0, too_deep);
+  if (too_deep) return Status::Invalid(fmt::format("{}: nested deeper than 256", source));
+  return v;
 }
 
 const Value* Value::Find(std::string_view key) const {
