@@ -184,8 +184,9 @@ Result<std::string> FormatTemplateReport(const TemplateLintReport& r, std::strin
   std::string o = fmt::format("{}: {}\n", r.template_path, r.violation() ? "FAIL" : "pass");
   o += fmt::format("  prompt: {} tokens{}\n", r.prompt_tokens,
                    r.approximate_tokens ? " (approximate: no --tokenizer)" : "");
-  o += fmt::format("  cacheable prefix: {} tokens = {} KV blocks of {} (full blocks only)\n",
-                   r.cacheable_prefix_tokens, r.cacheable_prefix_blocks, r.block_size);
+  o += fmt::format("  cacheable prefix: {} tokens = {} KV block{} of {} (full blocks only)\n",
+                   r.cacheable_prefix_tokens, r.cacheable_prefix_blocks,
+                   r.cacheable_prefix_blocks == 1 ? "" : "s", r.block_size);
   if (r.first_non_static_byte >= 0) {
     o += fmt::format("  first non-static content: {} ({}) at byte {}", r.offender, r.offender_class,
                      r.first_non_static_byte);

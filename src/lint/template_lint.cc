@@ -367,11 +367,11 @@ Result<TemplateLintReport> LintTemplate(const Template& tmpl, std::string_view t
     if (prefix < options.first_tokens) {
       rep.findings.push_back(
           {"TTFT-L001", FindingLevel::kError,
-           fmt::format("non-static content from '{}' ({}) starts at token {} (byte {}), within "
-                       "the first {} tokens: the cacheable prefix is {} tokens = {} blocks of {}",
-                       rep.offender, from ? rep.offender_class : "control flow", prefix, b,
-                       options.first_tokens, prefix, rep.cacheable_prefix_blocks,
-                       options.block_size),
+           fmt::format(
+               "non-static content from '{}' ({}) starts at token {} (byte {}), within "
+               "the first {} tokens: the cacheable prefix is {} tokens = {} full blocks of {}",
+               rep.offender, from ? rep.offender_class : "control flow", prefix, b,
+               options.first_tokens, prefix, rep.cacheable_prefix_blocks, options.block_size),
            rep.offender_pos, rep.offender});
     }
   }
