@@ -124,7 +124,7 @@ class Value {
   // its spans. For a list or dict this is the source tagged on the container itself.
   int32_t source() const { return src_; }
   // Tags this value and everything in it as coming from `source` (a deep copy:
-  // containers shared with other values are not touched).
+  // containers shared with other values are not touched). Tagged(-1) removes all tags.
   Value Tagged(int32_t source) const;
   // The first tracked source in this value or anything in it, or -1.
   int32_t FirstSource() const;

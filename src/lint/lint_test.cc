@@ -175,6 +175,38 @@ messages: {class: per_request, sample: [{role: user, content: hello}]}
   EXPECT_EQ(r2->findings[0].rule_id, "TTFT-L001");
 }
 
+TEST(TemplateLintTest, AStaticPathInsideANonStaticVariableIsStatic) {
+  auto t =
+      Template::Parse("{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}", "t");
+  ASSERT_TRUE(t.ok());
+  auto vars = ParseVarsFile(R"(
+messages:
+  class: per_request
+  sample: [{role: system, content: "Fixed system prompt."}, {role: user, content: "hi"}]
+messages[0].content: static
+)",
+                            "v.yaml");
+  ASSERT_TRUE(vars.ok());
+  auto r = LintTemplate(*t, "", *vars, Tokenizer::Approximate(), {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // "<system>Fixed system prompt.\n<user>" is static; the user's content is not.
+  EXPECT_EQ(r->first_non_static_byte, 35);
+  EXPECT_EQ(r->offender, "messages");
+  // Declared per_user instead, the system content is the first offender.
+  auto vars2 = ParseVarsFile(R"(
+messages:
+  class: static
+  sample: [{role: system, content: "Fixed system prompt."}, {role: user, content: "hi"}]
+messages[0].content: per_user
+)",
+                             "v.yaml");
+  auto r2 = LintTemplate(*t, "", *vars2, Tokenizer::Approximate(), {});
+  ASSERT_TRUE(r2.ok()) << r2.status().message();
+  EXPECT_EQ(r2->first_non_static_byte, 8);
+  EXPECT_EQ(r2->offender, "messages[0].content");
+  EXPECT_EQ(r2->offender_class, "per_user");
+}
+
 TEST(TemplateLintTest, ControlFlowOnAVariableIsCaughtByTheSecondRender) {
   auto t = Template::Parse("{% if n > 3 %}big{% else %}small{% endif %} static tail", "t");
   ASSERT_TRUE(t.ok());

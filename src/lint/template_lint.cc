@@ -43,6 +43,27 @@ Value Perturb(const Value& v, bool structural) {
   }
 }
 
+// Tags a non-static value as coming from `id`, except the values of "role" and "type"
+// keys: they are the prompt's shape (which turns, which parts), the same for every request
+// of that shape, and treated as static (Perturb keeps them too).
+Value TagContent(const Value& v, int32_t id) {
+  switch (v.kind()) {
+    case Value::Kind::kList: {
+      std::vector<Value> items;
+      for (const Value& e : v.list()) items.push_back(TagContent(e, id));
+      return Value::List(std::move(items), v.is_tuple());
+    }
+    case Value::Kind::kDict: {
+      Value d = Value::Dict();
+      for (const auto& [k, e] : v.items()) {
+        d.Set(k, (k == "role" || k == "type") && e.is_string() ? e.Tagged(-1) : TagContent(e, id));
+      }
+      return d;
+    }
+    default: return v.Tagged(id);
+  }
+}
+
 // A placeholder of kPlaceholderBytes bytes; `which` ('A' or 'B') is its first byte.
 std::string PlaceholderText(const std::string& name, char which) {
   std::string s = std::string(1, which) + "<" + name + " placeholder>";
@@ -78,8 +99,7 @@ Result<Value> Update(const Value& root, const std::vector<PathStep>& steps, size
     std::vector<Value> items = root.list();
     TTFT_ASSIGN_OR_RETURN(items[static_cast<size_t>(s.index)],
                           Update(items[static_cast<size_t>(s.index)], steps, k + 1, f, path));
-    Value out = Value::List(std::move(items), root.is_tuple());
-    return root.source() >= 0 ? out : out;
+    return Value::List(std::move(items), root.is_tuple());
   }
   if (!root.is_dict() || root.Find(s.key) == nullptr) {
     return Status::Invalid(fmt::format("{}: no key '{}' in the sample", path, s.key));
@@ -213,22 +233,21 @@ Result<TemplateLintReport> LintTemplate(const Template& tmpl, std::string_view t
       id = static_cast<int32_t>(sources.size());
       sources.push_back({spec.path, spec.cls});
     }
-    Value a, b;
-    if (spec.sample) {
-      a = *spec.sample;
-      b = tracked ? Perturb(a, false) : a;
-    } else {
-      a = Placeholder(steps.back().key.empty() ? steps[0].key : steps.back().key, 'A');
-      b = tracked ? Placeholder(steps.back().key.empty() ? steps[0].key : steps.back().key, 'B')
-                  : a;
-      rep.notes.push_back(fmt::format("{} ({}): no sample, a {}-byte placeholder was used",
-                                      spec.path, ToString(spec.cls), kPlaceholderBytes));
-    }
-    if (tracked) {
-      a = a.Tagged(id);
-      b = b.Tagged(id);
-    }
     if (steps.size() == 1) {
+      Value a, b;
+      if (spec.sample) {
+        a = *spec.sample;
+        b = tracked ? Perturb(a, false) : a;
+      } else {
+        a = Placeholder(steps[0].key, 'A');
+        b = tracked ? Placeholder(steps[0].key, 'B') : a;
+        rep.notes.push_back(fmt::format("{} ({}): no sample, a {}-byte placeholder was used",
+                                        spec.path, ToString(spec.cls), kPlaceholderBytes));
+      }
+      if (tracked) {
+        a = TagContent(a, id);
+        b = TagContent(b, id);
+      }
       va.Set(steps[0].key, a);
       vb.Set(steps[0].key, b);
       class_of_root[steps[0].key] = spec.cls;
@@ -241,16 +260,19 @@ Result<TemplateLintReport> LintTemplate(const Template& tmpl, std::string_view t
                       "needs the variable's structure)",
                       vars.path, spec.line, spec.path, steps[0].key));
     }
-    const bool has_sample = spec.sample.has_value();
+    // A path overrides its variable's class for that part: the part keeps the variable's
+    // sample unless it has its own, loses the variable's tag, and gets its own (static:
+    // none, and the second render gets the same value).
+    Value new_a;
     auto set_a = [&](const Value& old) -> Value {
-      Value x = has_sample ? a : old;
-      return tracked ? x.Tagged(id) : x;
+      Value x = spec.sample ? *spec.sample : old.Tagged(-1);
+      new_a = tracked ? TagContent(x, id) : x;
+      return new_a;
     };
-    auto set_b = [&](const Value& old) -> Value {
-      Value x = has_sample ? b : (tracked ? Perturb(old, false) : old);
-      return tracked ? x.Tagged(id) : x;
+    auto set_b = [&](const Value&) -> Value {
+      if (!tracked) return new_a;
+      return TagContent(Perturb(new_a.Tagged(-1), false), id);
     };
-    if (!has_sample) rep.notes.pop_back();  // the path keeps its variable's sample
     auto na = Update(*ra, steps, 1, set_a, spec.path);
     if (!na.ok()) {
       return Status::Invalid(fmt::format("{}:{}: {}", vars.path, spec.line, na.status().message()));

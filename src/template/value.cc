@@ -132,7 +132,7 @@ Value Value::Tagged(int32_t source) const {
   switch (kind_) {
     case Kind::kString: {
       std::vector<TaintSpan> spans;
-      if (!s_->text.empty()) {
+      if (!s_->text.empty() && source >= 0) {
         spans.push_back({0, static_cast<uint32_t>(s_->text.size()), source});
       }
       Value v = TrackedString(s_->text, std::move(spans));
