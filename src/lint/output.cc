@@ -109,7 +109,7 @@ std::string Sarif(const std::vector<Finding>& fs, const std::string& uri) {
              {"version", TTFT_VERSION},
              {"rules", std::move(rules)}}}}},
          {"results", std::move(results)}}}}};
-  return doc.dump(2) + "\n";
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 // GitHub workflow-command escaping (actions/toolkit command.ts).
@@ -178,7 +178,7 @@ Result<std::string> FormatTemplateReport(const TemplateLintReport& r, std::strin
     }
     j["notes"] = r.notes;
     j["findings"] = FindingsJson(r.findings);
-    return j.dump(2) + "\n";
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   if (format != "text") return Status::Invalid(fmt::format("unknown format '{}'", format));
   std::string o = fmt::format("{}: {}\n", r.template_path, r.violation() ? "FAIL" : "pass");
@@ -240,7 +240,7 @@ Result<std::string> FormatCorpusReport(const CorpusReport& r, std::string_view f
     }
     j["splits"] = std::move(splits);
     j["findings"] = FindingsJson(r.findings);
-    return j.dump(2) + "\n";
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   if (format != "text") return Status::Invalid(fmt::format("unknown format '{}'", format));
   std::string o = fmt::format("{}: {}\n", r.corpus_path, r.violation() ? "FAIL" : "pass");

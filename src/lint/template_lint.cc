@@ -138,10 +138,11 @@ const std::vector<VolatilePattern>& VolatilePatterns() {
     p.push_back(
         {"a date", std::regex(std::string("\\b") + months + " [0-3]?\\d,? (19|20)\\d\\d\\b")});
     p.push_back({"a time", std::regex("\\b[0-2]?\\d:[0-5]\\d(:[0-5]\\d)?\\b")});
-    p.push_back({"a request id", std::regex("\\b(req|request|trace|span|session)[-_]?(id)?[-_:= ]*"
-                                            "[0-9a-fA-F]{8,}\\b",
-                                            std::regex::icase)});
-    p.push_back({"a long hex id", std::regex("\\b[0-9a-f]{16,}\\b")});
+    p.push_back(
+        {"a request id", std::regex("\\b(req|request|trace|span|session)[-_]?(id)?[-_:= ]{0,3}"
+                                    "[0-9a-fA-F]{8,64}\\b",
+                                    std::regex::icase)});
+    p.push_back({"a long hex id", std::regex("\\b[0-9a-f]{16,64}\\b")});
     return p;
   }();
   return kPatterns;
@@ -160,9 +161,16 @@ SourcePos PosOf(std::string_view source, size_t off) {
   return p;
 }
 
+// The text around byte `at`, cut at character boundaries.
 std::string Excerpt(const std::string& text, size_t at) {
-  const size_t b = at > 60 ? at - 60 : 0;
-  std::string s = text.substr(b, at - b) + "⟦" + text.substr(at, 40) + "⟧";
+  auto boundary = [&](size_t i) {
+    while (i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) ++i;
+    return std::min(i, text.size());
+  };
+  const size_t b = boundary(at > 60 ? at - 60 : 0);
+  const size_t e = boundary(std::min(text.size(), at + 40));
+  at = std::max(b, std::min(boundary(at), e));
+  std::string s = text.substr(b, at - b) + "⟦" + text.substr(at, e - at) + "⟧";
   std::string out;
   for (char c : s) {
     if (c == '\n') {
