@@ -206,6 +206,28 @@ Result<Corpus> ReadCorpus(std::string_view jsonl, std::string_view source, const
     if (int64_t bad = lint::FirstInvalidUtf8(l); bad >= 0) {
       return err(fmt::format("invalid UTF-8 at byte {} of the line", bad + 1));
     }
+    {
+      // Bounded nesting: the value conversion and serialisation below recurse.
+      int depth = 0, max_depth = 0;
+      bool in_string = false;
+      for (size_t i = 0; i < l.size(); ++i) {
+        const char ch = l[i];
+        if (in_string) {
+          if (ch == '\\') {
+            ++i;
+          } else if (ch == '"') {
+            in_string = false;
+          }
+        } else if (ch == '"') {
+          in_string = true;
+        } else if (ch == '[' || ch == '{') {
+          max_depth = std::max(max_depth, ++depth);
+        } else if (ch == ']' || ch == '}') {
+          --depth;
+        }
+      }
+      if (max_depth > 128) return err("JSON nested deeper than 128");
+    }
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(l, nullptr, false);
     if (j.is_discarded()) return err("not valid JSON");
     if (!j.is_object()) return err("expected a JSON object");

@@ -139,6 +139,10 @@ TEST(CorpusTest, ReaderNamesFileAndLine) {
   EXPECT_EQ(
       ReadCorpus("{\"prompt\": \"\xE2\x82\"}", "c.jsonl", nullptr, nullptr).status().message(),
       "c.jsonl:1: invalid UTF-8 at byte 13 of the line");
+  EXPECT_EQ(ReadCorpus("{\"prompt\": " + std::string(200, '[') + "}", "c.jsonl", nullptr, nullptr)
+                .status()
+                .message(),
+            "c.jsonl:1: JSON nested deeper than 128");
   EXPECT_EQ(lint::FirstInvalidUtf8("ok \xED\xA0\x80"), 3);  // a surrogate
   EXPECT_EQ(lint::FirstInvalidUtf8("ok é 🚀"), -1);
 }
