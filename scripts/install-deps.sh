@@ -8,7 +8,7 @@ PACKAGES=(
   libcli11-dev libfmt-dev libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev
   libcpp-httplib-dev libssl-dev libbrotli-dev libxxhash-dev zlib1g-dev libabsl-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus victoria-metrics chromium jq python3-pandas
+  prometheus victoria-metrics chromium jq python3-pandas python3-jinja2
 )
 
 missing=()

@@ -25,6 +25,7 @@ Runner RegisterDiagnose(CLI::App& app);
 Runner RegisterValidate(CLI::App& app);
 Runner RegisterTokenize(CLI::App& app);
 Runner RegisterRules(CLI::App& app);
+Runner RegisterLint(CLI::App& app);
 
 // The reader flags every command that reads telemetry takes (`stats`, `diagnose`):
 // --input-format, --strict, --columns.
@@ -52,6 +53,11 @@ Result<Scenario> LoadScenarioArg(const std::string& arg);
 std::function<void(double sim_s, double fraction)> ProgressPrinter(const std::string& name,
                                                                    bool quiet);
 void EndProgress();
+
+// A command that ran to completion but found violations (`ttft lint`) returns
+// ExitViolation(): main() then exits 1 instead of 0, with no error message.
+Status ExitViolation();
+bool IsExitViolation(const Status& st);
 
 // True when standard error is a terminal (progress and colour go there only then).
 bool StderrIsTty();

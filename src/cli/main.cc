@@ -13,6 +13,10 @@
 namespace ttft::cli {
 bool StderrIsTty() { return isatty(STDERR_FILENO) == 1; }
 bool StdoutIsTty() { return isatty(STDOUT_FILENO) == 1; }
+Status ExitViolation() { return Status(StatusCode::kDataError, "\x01violations"); }
+bool IsExitViolation(const Status& st) {
+  return st.code() == StatusCode::kDataError && st.message() == "\x01violations";
+}
 }  // namespace ttft::cli
 
 namespace {
@@ -45,6 +49,8 @@ int Main(int argc, char** argv) {
       ttft::cli::RegisterTokenize);
   add("rules", "Prometheus recording and alerting rules and a Grafana dashboard for tail TTFT",
       ttft::cli::RegisterRules);
+  add("lint", "Lint a chat template or a prompt corpus for prefix-cache breakers",
+      ttft::cli::RegisterLint);
 
   try {
     app.parse(argc, argv);
@@ -55,6 +61,7 @@ int Main(int argc, char** argv) {
   for (auto& [sub, run] : runners) {
     if (sub->parsed()) {
       ttft::Status st = run();
+      if (ttft::cli::IsExitViolation(st)) return 1;
       if (!st.ok()) {
         std::fprintf(stderr, "ttft %s: %s\n", sub->get_name().c_str(), st.message().c_str());
         return ttft::ExitCodeFor(st);
