@@ -78,7 +78,7 @@ TermQuantiles TermsOf(const stats_internal::Gather<T>& v, bool full) {
 
 template <typename T>
 double QuantileOf(const stats_internal::Gather<T>& v, double q) {
-  double out;
+  double out = kMissing;
   SelectQuantiles(v.values(), std::span<const double>(&q, 1), &out);
   return out;
 }
