@@ -870,8 +870,9 @@ class Renderer {
       }
     }
     for (const auto& [k, v] : args.kw) {
+      const std::string& key = k;  // clang 14 cannot capture a structured binding
       if (std::none_of(m.params.begin(), m.params.end(),
-                       [&](const auto& p) { return p.first == k; })) {
+                       [&](const auto& p) { return p.first == key; })) {
         return Error(pos,
                      fmt::format("macro '{}' takes no keyword argument '{}'", m.targets[0], k));
       }
@@ -1310,7 +1311,9 @@ class Renderer {
       if (name == "unique") {
         std::vector<Value> seen;
         for (auto& [k, it] : keyed) {
-          if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return Equal(s, k); })) {
+          const Value& key = k;  // clang 14 cannot capture a structured binding
+          if (std::none_of(seen.begin(), seen.end(),
+                           [&](const Value& s) { return Equal(s, key); })) {
             seen.push_back(k);
             out.push_back(std::move(it));
           }

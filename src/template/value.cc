@@ -418,9 +418,9 @@ std::string PyFloat(double d) {
     if (digits.size() > 1) out += "." + digits.substr(1);
     out += fmt::format("e{}{:02d}", exp < 0 ? '-' : '+', std::abs(exp));
   } else if (exp < 0) {
-    out = "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+    out = "0." + std::string(static_cast<size_t>(-exp) - 1, '0') + digits;
   } else {
-    const auto int_len = static_cast<size_t>(exp + 1);
+    const size_t int_len = static_cast<size_t>(exp) + 1;  // exp >= 0 here
     if (digits.size() <= int_len) {
       out = digits + std::string(int_len - digits.size(), '0') + ".0";
     } else {
@@ -448,9 +448,7 @@ std::string PyStrRepr(std::string_view s) {
       out += "\\r";
     } else if (c == '\t') {
       out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
-    } else if ((c >= 0x80 && c < 0xa0) || c == 0xad) {
+    } else if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == 0xad) {
       out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
     } else if (c == 0x2028 || c == 0x2029) {
       out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
