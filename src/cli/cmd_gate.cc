@@ -205,7 +205,6 @@ Status WriteState(const std::string& path, const SequentialGate& state) {
 Result<int> Run(const GateFlags& f) {
   // Usage checks first: every one is exit 2.
   const bool two_sets = !f.baseline.empty() || !f.canary.empty();
-  const bool selectors = !f.baseline_selector.empty() || !f.canary_selector.empty();
   if (two_sets && (f.baseline.empty() || f.canary.empty())) {
     return Status::Invalid("give both --baseline and --canary inputs");
   }
@@ -223,7 +222,6 @@ Result<int> Run(const GateFlags& f) {
   if (!f.inputs.empty() && !f.prometheus.empty()) {
     return Status::Invalid("give either input files or --prometheus, not both");
   }
-  (void)selectors;
   if (!f.prometheus.empty() && f.prometheus.rfind("http://", 0) != 0) {
     return Status::Invalid(fmt::format("--prometheus {}: expected http://HOST:PORT", f.prometheus));
   }

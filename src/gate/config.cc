@@ -165,15 +165,49 @@ class ConfigParser {
   std::string name_;
 };
 
+// yaml-cpp recurses once per nesting level: bound the nesting (flow brackets and
+// indentation) before parsing so that hostile input cannot exhaust the stack. A gate
+// config is three levels deep.
+bool TooDeep(std::string_view text) {
+  constexpr int kMaxFlow = 32;
+  constexpr size_t kMaxIndent = 128;
+  int flow = 0;
+  size_t indent = 0;
+  bool at_line_start = true;
+  for (char c : text) {
+    if (c == '\n') {
+      at_line_start = true;
+      indent = 0;
+      continue;
+    }
+    if (at_line_start && (c == ' ' || c == '-' || c == '\t')) {
+      if (++indent > kMaxIndent) return true;
+      continue;
+    }
+    at_line_start = false;
+    if (c == '[' || c == '{') ++flow;
+    if ((c == ']' || c == '}') && flow > 0) --flow;
+    if (flow > kMaxFlow) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<GateConfig> ParseGateConfig(std::string_view text, const std::string& name) {
+  constexpr size_t kMaxBytes = 1 << 20;
+  if (text.size() > kMaxBytes) {
+    return Status::Invalid(fmt::format("{}: larger than {} bytes", name, kMaxBytes));
+  }
+  if (TooDeep(text)) return Status::Invalid(fmt::format("{}: nested too deeply", name));
   try {
     YAML::Node root = YAML::Load(std::string(text));
     if (!root.IsDefined() || root.IsNull()) return DefaultGateConfig();
     return ConfigParser(name).Parse(root);
   } catch (const YAML::Exception& e) {
     return Status::Invalid(fmt::format("{}:{}: invalid YAML: {}", name, e.mark.line + 1, e.msg));
+  } catch (const std::exception& e) {
+    return Status::Invalid(fmt::format("{}: {}", name, e.what()));
   }
 }
 
