@@ -13,7 +13,7 @@
 // when the change is both statistically significant at the configured confidence
 // AND at least the criterion's threshold (Kayenta's effect-size check), NoData when
 // an arm has fewer than the minimum samples, Pass otherwise. The verdict is Fail
-// when a critical criterion (or any two criteria) is High/Low in its harmful
+// when a critical criterion (or two non-critical ones) is High/Low in its harmful
 // direction, Inconclusive when a critical criterion has no data, else Pass.
 //
 // Repeated looks (`--every`, `--state`) use SequentialGate: a mixture sequential
@@ -99,8 +99,9 @@ struct GateConfig {
   double sequential_alpha = 0.01;
 };
 
-// The defaults (docs/gate.md): p99 TTFT ratio 1.5, p99 queue ratio 2.0 (critical),
-// hit-rate drop 0.10 and error-rate increase 0.02 (critical), min 100 samples.
+// The defaults (docs/gate.md), all critical with at least 100 samples per arm: p99
+// TTFT ratio 1.5, p99 queue-time ratio 2.0, prefix-cache hit-rate drop 0.10,
+// error-rate increase 0.02.
 GateConfig DefaultGateConfig();
 
 // Reads a gate config (YAML):
