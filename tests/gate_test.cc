@@ -6,9 +6,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <thread>
 #include <vector>
 
 #include "run_ttft.h"
@@ -149,6 +157,85 @@ TEST_F(GateCli, DownPrometheusIsInconclusive) {
   EXPECT_EQ(doc["verdict"], "Inconclusive");
   EXPECT_THAT(doc["reason"].get<std::string>(), HasSubstr("127.0.0.1:" + std::to_string(down)));
   EXPECT_LT(r.seconds, 30);
+}
+
+// A loopback HTTP server that answers every request with `reply` (or, when `reply`
+// is empty, reads the request and never answers: a hung server). Stops in its
+// destructor; every wait is bounded by poll timeouts.
+class FakeServer {
+ public:
+  explicit FakeServer(std::string reply) : reply_(std::move(reply)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(fd_, 16) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    timeval tv{0, 100000};  // accept() wakes every 100 ms to check stop_
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    thread_ = std::thread([this] {
+      std::vector<int> held;
+      while (!stop_) {
+        const int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) continue;
+        char buf[4096];
+        timeval rtv{1, 0};
+        ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &rtv, sizeof rtv);
+        (void)::recv(c, buf, sizeof buf, 0);
+        if (reply_.empty()) {
+          held.push_back(c);  // hung: keep it open, say nothing
+          continue;
+        }
+        const std::string r =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            "Content-Length: " +
+            std::to_string(reply_.size()) + "\r\nConnection: close\r\n\r\n" + reply_;
+        (void)::send(c, r.data(), r.size(), MSG_NOSIGNAL);
+        ::close(c);
+      }
+      for (int c : held) ::close(c);
+    });
+  }
+  ~FakeServer() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  std::string reply_;
+  int fd_ = -1, port_ = -1;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST_F(GateCli, GarbageOrHungPrometheusIsInconclusive) {
+  const std::string args =
+      " --from 0 --to 600 --timeout 1 --baseline-selector deploy=v1 "
+      "--canary-selector deploy=v2";
+  {
+    FakeServer garbage("this is not JSON {");
+    ASSERT_GT(garbage.port(), 0);
+    RunResult r =
+        RunTtft("gate --prometheus http://127.0.0.1:" + std::to_string(garbage.port()) + args, 60);
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr("verdict: Inconclusive"));
+  }
+  {
+    FakeServer hung("");
+    ASSERT_GT(hung.port(), 0);
+    RunResult r =
+        RunTtft("gate --prometheus http://127.0.0.1:" + std::to_string(hung.port()) + args, 60);
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr("verdict: Inconclusive"));
+    EXPECT_LT(r.seconds, 20);  // 3 attempts of 1 s plus back-off
+  }
 }
 
 TEST_F(GateCli, MissingSeriesIsInconclusive) {
