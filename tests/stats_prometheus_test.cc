@@ -278,3 +278,31 @@ TEST_F(StatsPrometheusCli, MissingSeriesAndServerDownAreClearErrors) {
 }
 
 }  // namespace
+
+// `ttft gate` against the same live server (docs/gate.md): the slow engine as the
+// canary of the fast one fails on the histogram test and the hit rate; a selector
+// that matches no series is Inconclusive (exit 3), never Pass.
+TEST_F(StatsPrometheusCli, GateComparesSeriesSelectedByLabel) {
+  const std::string window =
+      "gate --prometheus " + Url() + " --from " + Num(T(1)) + " --to " + Num(T(4)) + " ";
+  RunResult fail = RunTtft(window + "--baseline-selector engine=0 --canary-selector engine=1 " +
+                           "--format json");
+  EXPECT_EQ(fail.exit_code, 1) << fail.out << fail.err;
+  const json j = json::parse(fail.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << fail.out;
+  EXPECT_EQ(j["verdict"], "Fail");
+  for (const auto& c : j["criteria"]) {
+    if (c["metric"] == "ttft_p99") {
+      EXPECT_EQ(c["label"], "High") << c.dump();
+      EXPECT_THAT(c["method"].get<std::string>(), ::testing::HasSubstr("two-proportion"));
+      EXPECT_EQ(c["canary_n"], 300);  // 3 scrape intervals of 100 observations
+    }
+    if (c["metric"] == "prefix_cache_hit_rate") {
+      EXPECT_EQ(c["label"], "Low") << c.dump();
+      EXPECT_NEAR(c["effect"].get<double>(), 0.2 - 0.6, 1e-9);
+    }
+  }
+  RunResult missing = RunTtft(window + "--baseline-selector engine=0 --canary-selector engine=7");
+  EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
+  EXPECT_THAT(missing.out, ::testing::HasSubstr("engine=7"));
+}

@@ -73,6 +73,7 @@ struct FleetEvent {
   std::string tenant;                 // deploy_template (optional), tenant_traffic
   std::string template_name;          // deploy_template
   std::string version;                // deploy_template: the new version
+  double canary_fraction = 0;         // deploy_template: TemplateSwitch::canary_fraction
   std::vector<std::string> replicas;  // targets ("" list = all, for deploy_config)
   EngineConfig engine;                // deploy_config: the replica's new settings
   bool engine_set = false;

@@ -175,6 +175,10 @@ struct Request {
   int32_t tenant = 0;           // index into WorkloadSpec::tenant names
   int32_t template_label = 0;   // index into RequestSource::template_labels()
   double client_timeout_s = 0;  // TenantSpec::timeout_s (0: the client waits forever)
+  // Under a canary template switch (TemplateSwitch::canary_fraction): which side of
+  // the split the request fell on. kNone otherwise.
+  enum class CanaryArm : uint8_t { kNone, kBaseline, kCanary };
+  CanaryArm canary = CanaryArm::kNone;
 };
 
 // A tenant's template switches to `version` at `at_s` (a deploy_template event).
@@ -183,6 +187,11 @@ struct TemplateSwitch {
   std::string tenant;  // "" = every tenant using `template_name`
   std::string template_name;
   std::string version;
+  // A canary: in (0, 1), only this fraction of the tenant's requests from `at_s` on
+  // (drawn independently per request from the tenant's own canary generator, so the
+  // other draws are unchanged) use `version`; the rest keep the previous version.
+  // Both are marked (Request::canary). 0: every request switches.
+  double canary_fraction = 0;
 };
 
 // A tenant's rate is multiplied by `multiplier` from `at_s` on (tenant_traffic).

@@ -27,6 +27,11 @@ Runner RegisterTokenize(CLI::App& app);
 Runner RegisterRules(CLI::App& app);
 Runner RegisterLint(CLI::App& app);
 
+// A command whose success has an exit code of its own (`gate`: 0 Pass, 1 Fail,
+// 3 Inconclusive); an error Status still maps through ExitCodeFor.
+using VerdictRunner = std::function<Result<int>()>;
+VerdictRunner RegisterGate(CLI::App& app);
+
 // The reader flags every command that reads telemetry takes (`stats`, `diagnose`):
 // --input-format, --strict, --columns.
 struct ReaderFlags {

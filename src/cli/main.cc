@@ -45,6 +45,12 @@ int Main(int argc, char** argv) {
       ttft::cli::RegisterDiagnose);
   add("validate", "Measured vs simulated TTFT/E2E/decode for a table of real vLLM runs",
       ttft::cli::RegisterValidate);
+  std::map<CLI::App*, ttft::cli::VerdictRunner> verdict_runners;
+  {
+    CLI::App* sub = app.add_subcommand(
+        "gate", "Judge a canary against its baseline (exit 0 Pass, 1 Fail, 3 Inconclusive)");
+    verdict_runners[sub] = ttft::cli::RegisterGate(*sub);
+  }
   add("tokenize", "Token ids (or their count) of standard input, from a tokenizer.json",
       ttft::cli::RegisterTokenize);
   add("rules", "Prometheus recording and alerting rules and a Grafana dashboard for tail TTFT",
@@ -57,6 +63,17 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  }
+  for (auto& [sub, run] : verdict_runners) {
+    if (sub->parsed()) {
+      ttft::Result<int> rc = run();
+      if (!rc.ok()) {
+        std::fprintf(stderr, "ttft %s: %s\n", sub->get_name().c_str(),
+                     rc.status().message().c_str());
+        return ttft::ExitCodeFor(rc.status());
+      }
+      return *rc;
+    }
   }
   for (auto& [sub, run] : runners) {
     if (sub->parsed()) {

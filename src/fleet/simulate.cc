@@ -316,7 +316,12 @@ void Simulation::EmitSpan(const FinishedRequest& f, const std::string& replica,
   sp.tenant = source_->tenant_names()[static_cast<size_t>(r.tenant)];
   sp.model = model_label_;
   sp.template_version = source_->template_labels()[static_cast<size_t>(r.template_label)];
-  sp.deploy = deploy;
+  // A canary template switch labels its split (docs/scenarios.md, "Canaries").
+  switch (r.canary) {
+    case Request::CanaryArm::kNone: sp.deploy = deploy; break;
+    case Request::CanaryArm::kBaseline: sp.deploy = "baseline"; break;
+    case Request::CanaryArm::kCanary: sp.deploy = "canary"; break;
+  }
   if (sink_status_.ok()) sink_status_ = sink_.OnSpan(sp);
 }
 
@@ -382,8 +387,11 @@ Status Simulation::ApplyEvent(const FleetEvent& e, double now) {
   switch (e.kind) {
     case EventKind::kDeployTemplate:
       // The workload switches templates itself; recorded here for the summary.
-      result_.events.push_back({now, e.kind, e.tenant.empty() ? "*" : e.tenant,
-                                fmt::format("{}@{}", e.template_name, e.version)});
+      result_.events.push_back(
+          {now, e.kind, e.tenant.empty() ? "*" : e.tenant,
+           e.canary_fraction > 0
+               ? fmt::format("{}@{} canary {:g}", e.template_name, e.version, e.canary_fraction)
+               : fmt::format("{}@{}", e.template_name, e.version)});
       return Status::Ok();
     case EventKind::kTenantTraffic:
       result_.events.push_back({now, e.kind, e.tenant, fmt::format("x{}", e.multiplier)});

@@ -1065,7 +1065,8 @@ Status Parser::ParseEvents(const YAML::Node& n, Scenario& sc) {
     };
     switch (e.kind) {
       case EventKind::kDeployTemplate: {
-        TTFT_RETURN_IF_ERROR(CheckMap(m, p, Concat(common, {"template", "version", "tenant"})));
+        TTFT_RETURN_IF_ERROR(
+            CheckMap(m, p, Concat(common, {"template", "version", "tenant", "canary_fraction"})));
         TTFT_RETURN_IF_ERROR(Require(m, p, "template"));
         TTFT_RETURN_IF_ERROR(Require(m, p, "version"));
         TTFT_ASSIGN_OR_RETURN(ev.template_name, Name(m["template"], Join(p, "template")));
@@ -1090,7 +1091,16 @@ Status Parser::ParseEvents(const YAML::Node& n, Scenario& sc) {
                        fmt::format("unknown tenant \"{}\"", ev.tenant));
           }
         }
-        sc.workload.template_switches.push_back({ev.at_s, ev.tenant, ev.template_name, ev.version});
+        if (m["canary_fraction"]) {
+          TTFT_ASSIGN_OR_RETURN(ev.canary_fraction,
+                                Num(m["canary_fraction"], Join(p, "canary_fraction")));
+          if (!(ev.canary_fraction > 0 && ev.canary_fraction < 1)) {
+            return ErrGot(m["canary_fraction"], Join(p, "canary_fraction"),
+                          "must be in (0, 1) (omit it for a full deploy)");
+          }
+        }
+        sc.workload.template_switches.push_back(
+            {ev.at_s, ev.tenant, ev.template_name, ev.version, ev.canary_fraction});
         sc.events.push_back(std::move(ev));
         break;
       }

@@ -3,11 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "ttft/fleet.h"
 #include "ttft/scenario.h"
 
 namespace ttft {
@@ -451,6 +453,76 @@ TEST(ScenarioTest, BuiltinScenariosParse) {
         << name << ": " << sc.status().ToString();
   }
   EXPECT_EQ(BuiltinScenario("no-such-scenario").status().code(), StatusCode::kNotFound);
+}
+
+// A canary template switch (docs/scenarios.md, "Canaries"): canary_fraction of the
+// tenant's requests after at_s take the new version and are labelled deploy=canary,
+// the rest keep the old one and are labelled deploy=baseline; before at_s the
+// replica's deploy label stays.
+TEST(ScenarioTest, CanaryFractionSplitsAndLabelsRequests) {
+  const std::string text = std::string(R"(name: t
+duration_s: 400
+defaults: {model: llama-3.1-8b, gpu: h100-sxm}
+replicas:
+  - {name: r, count: 2}
+templates:
+  - name: app
+    versions:
+      - version: v1
+        segments:
+          - {name: sys, kind: static, tokens: 100}
+      - version: v2
+        segments:
+          - {name: sys2, kind: static, tokens: 300}
+tenants:
+  - {name: acme, template: app, rate_rps: 20}
+events:
+  - {at_s: 100, kind: deploy_template, template: app, version: v2, canary_fraction: 0.2}
+)");
+  auto sc = ParseScenario(text, "s.yaml", ".");
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  ASSERT_EQ(sc->workload.template_switches.size(), 1u);
+  EXPECT_EQ(sc->workload.template_switches[0].canary_fraction, 0.2);
+
+  struct Sink : SimulationSink {
+    std::vector<Span> spans;
+    Status OnSpan(const Span& s) override {
+      spans.push_back(s);
+      return Status::Ok();
+    }
+    Status OnSnapshot(const MetricSnapshot&) override { return Status::Ok(); }
+  } sink;
+  auto result = Simulate(*sc, sink, {});
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  int before = 0, canary = 0, baseline = 0;
+  for (const Span& s : sink.spans) {
+    if (s.arrival_s < 100) {
+      ++before;
+      EXPECT_EQ(s.template_version, "app@v1");
+      EXPECT_NE(s.deploy, "canary");
+      EXPECT_NE(s.deploy, "baseline");
+    } else if (s.deploy == "canary") {
+      ++canary;
+      EXPECT_EQ(s.template_version, "app@v2");
+      EXPECT_EQ(s.prompt_tokens, 300);
+    } else {
+      ++baseline;
+      EXPECT_EQ(s.deploy, "baseline");
+      EXPECT_EQ(s.template_version, "app@v1");
+      EXPECT_EQ(s.prompt_tokens, 100);
+    }
+  }
+  EXPECT_GT(before, 1500);
+  // ~6,000 requests after the switch, 20% canaries: 1,200 +- 4 sigma (~125).
+  const double after = canary + baseline;
+  EXPECT_NEAR(canary / after, 0.2, 4 * std::sqrt(0.2 * 0.8 / after));
+  EXPECT_GT(after, 5000);
+
+  EXPECT_EQ(ErrorOf(std::string(kBase) +
+                    "events:\n  - {at_s: 5, kind: deploy_template, template: app, version: v1, "
+                    "canary_fraction: 1.5}\n"),
+            "s.yaml:15: events[0].canary_fraction: must be in (0, 1) (omit it for a full "
+            "deploy), got 1.5");
 }
 
 }  // namespace

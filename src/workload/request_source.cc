@@ -81,6 +81,8 @@ struct TenantSource : Source {
   double t = 0;
   double work = 0;  // remaining operational time of the gap in progress
   std::vector<std::pair<double, VersionPlan>> timeline;  // sorted by at_s
+  std::vector<double> canary_fraction;                   // parallel to timeline; 0: not a canary
+  Rng canary_rng;                                        // draws the canary split only
   int64_t counter = 0;
 };
 
@@ -313,6 +315,8 @@ Result<std::unique_ptr<RequestSource>> RequestSourceImpl::Make(const WorkloadSpe
     // Template timeline: the initial version, then the switches that apply.
     TTFT_ASSIGN_OR_RETURN(VersionPlan initial, self->Plan(t, ti, vi));
     s->timeline.emplace_back(-std::numeric_limits<double>::infinity(), std::move(initial));
+    s->canary_fraction.push_back(0);
+    s->canary_rng.seed(Combine(base, "canary"));
     std::vector<const TemplateSwitch*> sws;
     for (const auto& sw : spec.template_switches) {
       if (sw.tenant == t.name || (sw.tenant.empty() && sw.template_name == t.template_name)) {
@@ -326,6 +330,7 @@ Result<std::unique_ptr<RequestSource>> RequestSourceImpl::Make(const WorkloadSpe
       const int sti = find_template(sw->template_name);
       TTFT_ASSIGN_OR_RETURN(VersionPlan p, self->Plan(t, sti, find_version(sti, sw->version)));
       s->timeline.emplace_back(sw->at_s, std::move(p));
+      s->canary_fraction.push_back(sw->canary_fraction);
     }
     self->tenant_names_.push_back(t.name);
     self->regions_.push_back(t.region);
@@ -455,9 +460,17 @@ Status RequestSourceImpl::Refill(TenantSource& s) {
   // Content at the arrival time.
   size_t v = 0;
   while (v + 1 < s.timeline.size() && s.timeline[v + 1].first <= s.t) ++v;
+  Request::CanaryArm arm = Request::CanaryArm::kNone;
+  if (const double f = s.canary_fraction[v]; f > 0 && f < 1 && v > 0) {
+    // 53 random bits to a uniform in [0, 1).
+    const double u = static_cast<double>(s.canary_rng() >> 11) * 0x1.0p-53;
+    arm = u < f ? Request::CanaryArm::kCanary : Request::CanaryArm::kBaseline;
+    if (arm == Request::CanaryArm::kBaseline) --v;
+  }
   const VersionPlan& plan = s.timeline[v].second;
   Request& r = s.pending;
   r = Request{};
+  r.canary = arm;
   r.arrival_s = s.t;
   r.tenant = s.index;
   r.template_label = plan.label;

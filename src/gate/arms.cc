@@ -1,0 +1,219 @@
+// The arms of a canary comparison: from spans (one value per request) or from the
+// increase of metric series over a window (ttft/gate.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ttft/gate.h"
+
+namespace ttft {
+namespace {
+
+bool Matches(const Labels& labels, std::span<const std::pair<std::string, std::string>> match) {
+  for (const auto& [name, value] : match) {
+    bool found = false;
+    for (const auto& [n, v] : labels) {
+      if (n == name) {
+        found = v == value;
+        break;
+      }
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+// Adds the matching series of histogram family `m` of `delta` into `out`. Series with
+// other bucket bounds than the first are an error (their sum has no meaning).
+Status SumHistogram(const MetricSnapshot& delta, CanonicalMetric m,
+                    std::span<const std::pair<std::string, std::string>> match,
+                    GateHistogram& out) {
+  const MetricFamily* f = FindCanonical(delta, m);
+  if (f == nullptr || f->type != MetricType::kHistogram) return Status::Ok();
+  for (const MetricSeries& s : f->series) {
+    if (!Matches(s.labels, match)) continue;
+    const HistogramValue& h = s.histogram;
+    if (out.upper_bounds.empty() && out.count == 0) {
+      out.upper_bounds = h.upper_bounds;
+      out.cumulative_counts.assign(h.upper_bounds.size(), 0);
+    }
+    if (out.upper_bounds != h.upper_bounds) {
+      return Status::Invalid(
+          fmt::format("{}: series with different bucket bounds cannot be summed", f->name));
+    }
+    for (size_t i = 0; i < h.cumulative_counts.size(); ++i) {
+      out.cumulative_counts[i] += h.cumulative_counts[i];
+    }
+    out.count += h.count;
+  }
+  return Status::Ok();
+}
+
+double SumCounter(const MetricSnapshot& delta, CanonicalMetric m,
+                  std::span<const std::pair<std::string, std::string>> match,
+                  bool (*keep)(const Labels&) = nullptr) {
+  const MetricFamily* f = FindCanonical(delta, m);
+  if (f == nullptr) return kMissing;
+  double sum = 0;
+  bool any = false;
+  for (const MetricSeries& s : f->series) {
+    if (!Matches(s.labels, match)) continue;
+    any = true;
+    if (keep == nullptr || keep(s.labels)) sum += s.value;
+  }
+  return any ? sum : kMissing;
+}
+
+bool IsErrorReason(const Labels& labels) {
+  for (const auto& [n, v] : labels) {
+    if (n == "finished_reason") return v == "abort" || v == "error";
+  }
+  return false;
+}
+
+}  // namespace
+
+GateArm ArmFromSpans(const SpanTable& t, std::span<const uint32_t> rows) {
+  GateArm a;
+  bool model_set = false, model_mixed = false;
+  for (uint32_t r : rows) {
+    ++a.requests;
+    const double at = t.arrival_s()[r];
+    a.request_arrival_s.push_back(at);
+    std::string_view model = t.label(r, SpanLabel::kModel);
+    if (!model_set) {
+      a.model = std::string(model);
+      model_set = true;
+    } else if (model != a.model) {
+      model_mixed = true;
+    }
+    if (t.status()[r] != RequestStatus::kOk) {
+      ++a.errors;
+      a.error_arrival_s.push_back(at);
+      continue;
+    }
+    const float ttft = t.ttft_s()[r], queue = t.queue_s()[r], itl = t.itl_mean_s()[r];
+    if (!std::isnan(ttft)) {
+      a.ttft_s.push_back(ttft);
+      a.ttft_arrival_s.push_back(at);
+    }
+    if (!std::isnan(queue)) {
+      a.queue_s.push_back(queue);
+      a.queue_arrival_s.push_back(at);
+    }
+    if (!std::isnan(itl)) a.itl_s.push_back(itl);
+    const int32_t prompt = t.prompt_tokens()[r], cached = t.cached_tokens()[r];
+    if (prompt > 0 && cached >= 0) {
+      a.prompt_tokens.push_back(prompt);
+      a.cached_tokens.push_back(cached);
+    }
+    const int16_t pre = t.preemptions()[r];
+    if (pre >= 0) a.preemptions.push_back(pre);
+  }
+  if (model_mixed) a.model.clear();
+  std::sort(a.request_arrival_s.begin(), a.request_arrival_s.end());
+  std::sort(a.error_arrival_s.begin(), a.error_arrival_s.end());
+  return a;
+}
+
+Result<GateArm> ArmFromMetrics(std::span<const MetricSnapshot> snapshots,
+                               std::span<const std::pair<std::string, std::string>> match) {
+  if (snapshots.size() < 2) {
+    return Status::Invalid(fmt::format(
+        "metrics give a window only between two scrapes; got {} in the window", snapshots.size()));
+  }
+  ReadReport report;
+  TTFT_ASSIGN_OR_RETURN(MetricSnapshot delta, WindowDelta(snapshots, report));
+  GateArm a;
+  a.from_metrics = true;
+  TTFT_RETURN_IF_ERROR(SumHistogram(delta, CanonicalMetric::kTtft, match, a.ttft_hist));
+  TTFT_RETURN_IF_ERROR(SumHistogram(delta, CanonicalMetric::kQueue, match, a.queue_hist));
+  TTFT_RETURN_IF_ERROR(SumHistogram(delta, CanonicalMetric::kItl, match, a.itl_hist));
+  if (a.ttft_hist.upper_bounds.empty() && a.ttft_hist.count == 0) {
+    std::string sel;
+    for (const auto& [n, v] : match) sel += (sel.empty() ? "" : ",") + n + "=" + v;
+    return Status::NotFound(
+        fmt::format("no TTFT histogram series{}", sel.empty() ? "" : " matching " + sel));
+  }
+  a.hit_tokens = SumCounter(delta, CanonicalMetric::kPrefixCacheHits, match);
+  a.query_tokens = SumCounter(delta, CanonicalMetric::kPrefixCacheQueries, match);
+  a.preemption_count = SumCounter(delta, CanonicalMetric::kPreemptions, match);
+  a.finished_requests = SumCounter(delta, CanonicalMetric::kRequestsFinished, match);
+  a.finished_errors = SumCounter(delta, CanonicalMetric::kRequestsFinished, match, IsErrorReason);
+  if (std::isfinite(a.finished_requests)) {
+    a.requests = static_cast<int64_t>(std::llround(a.finished_requests));
+    a.errors = static_cast<int64_t>(std::llround(a.finished_errors));
+  }
+  // The model label of the matching TTFT series, when they agree.
+  if (const MetricFamily* f = FindCanonical(delta, CanonicalMetric::kTtft)) {
+    bool first = true;
+    for (const MetricSeries& s : f->series) {
+      if (!Matches(s.labels, match)) continue;
+      std::string model;
+      for (const auto& [n, v] : s.labels) {
+        if (n == "model_name" || n == "model") model = v;
+      }
+      if (first) {
+        a.model = model;
+        first = false;
+      } else if (model != a.model) {
+        a.model.clear();
+        break;
+      }
+    }
+  }
+  return a;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> ParseSelector(std::string_view text,
+                                                                       std::string_view flag) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(start, end - start);
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      return Status::Invalid(
+          fmt::format("{} '{}': expected name=value[,name=value...]", flag, text));
+    }
+    std::string value(item.substr(eq + 1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+      value = value.substr(1, value.size() - 2);
+    }
+    out.emplace_back(std::string(item.substr(0, eq)), value);
+    start = end + 1;
+  }
+  return out;
+}
+
+Result<std::vector<uint32_t>> SelectRows(
+    const SpanTable& table, std::span<const std::pair<std::string, std::string>> match) {
+  std::vector<std::pair<SpanLabel, std::string>> want;
+  for (const auto& [name, value] : match) {
+    std::optional<SpanLabel> l = ParseSpanLabel(name);
+    if (!l) {
+      return Status::Invalid(fmt::format(
+          "selector label '{}': spans carry tenant, replica, region, template, model, deploy",
+          name));
+    }
+    want.emplace_back(*l, value);
+  }
+  // Decide per label set once.
+  std::vector<uint8_t> keep(table.num_label_sets(), 0);
+  for (uint32_t s = 0; s < keep.size(); ++s) {
+    bool ok = true;
+    for (const auto& [l, v] : want) ok = ok && table.label_of_set(s, l) == v;
+    keep[s] = ok;
+  }
+  std::vector<uint32_t> rows;
+  auto sets = table.label_set();
+  for (uint32_t r = 0; r < table.size(); ++r) {
+    if (keep[sets[r]]) rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace ttft

@@ -1,0 +1,297 @@
+// Repeated looks (ttft/gate.h): a mixture SPRT per tail indicator, with a state that
+// survives between invocations as JSON.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ttft/gate.h"
+
+namespace ttft {
+namespace {
+
+// One-sided upper Wilson score bound of k successes in n at normal quantile z
+// (Wilson, JASA 22 (1927)).
+double WilsonUpper(double k, double n, double z) {
+  if (n <= 0) return 1;
+  double p = k / n, z2 = z * z;
+  double center = (p + z2 / (2 * n)) / (1 + z2 / n);
+  double half = z * std::sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n);
+  return std::min(1.0, center + half);
+}
+
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  double h = (v.size() - 1) * q;
+  size_t lo = static_cast<size_t>(std::floor(h));
+  size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (h - lo) * (v[hi] - v[lo]);
+}
+
+// The one-sided 99.5% normal quantile for p0's Wilson bound.
+constexpr double kP0Z = 2.5758293035489004;
+
+SequentialStream MakeStream(std::string name, double bound, double k, double n) {
+  SequentialStream s;
+  s.name = std::move(name);
+  s.bound = bound;
+  s.p0 = std::clamp(WilsonUpper(k, n, kP0Z), 1e-6, 0.5);
+  for (double r : SequentialStream::kRatios) {
+    if (s.p0 * r < 1) s.log_components.push_back(0.0);
+  }
+  return s;
+}
+
+int64_t CountAboveSorted(const std::vector<double>& v, double bound) {
+  int64_t k = 0;
+  for (double x : v) k += x > bound;
+  return k;
+}
+
+// Canary observations of `values` (parallel to `arrivals`) after `after_s`.
+void NewSince(const std::vector<double>& values, const std::vector<double>& arrivals,
+              double after_s, double bound, int64_t& n, int64_t& k) {
+  n = k = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (arrivals[i] <= after_s) continue;
+    ++n;
+    k += values[i] > bound;
+  }
+}
+
+double HistCountAbove(const GateHistogram& h, double bound) {
+  for (size_t i = 0; i < h.upper_bounds.size(); ++i) {
+    if (h.upper_bounds[i] >= bound * (1 - 1e-12)) return h.count - h.cumulative_counts[i];
+  }
+  return 0;
+}
+
+// The upper bucket bound of the histogram's p99 (NaN when in +Inf).
+double P99BucketBound(const GateHistogram& h) {
+  std::vector<Bucket> b;
+  for (size_t i = 0; i < h.upper_bounds.size(); ++i)
+    b.push_back({h.upper_bounds[i], h.cumulative_counts[i]});
+  b.push_back({INFINITY, h.count});
+  BucketQuantile q = HistogramQuantile(0.99, b);
+  return q.in_inf_bucket ? NAN : q.upper_bound;
+}
+
+}  // namespace
+
+double SequentialStream::LogThreshold(double alpha, size_t streams) {
+  return std::log(static_cast<double>(std::max<size_t>(1, streams)) / alpha);
+}
+
+void SequentialStream::Add(int64_t n_new, int64_t k_new) {
+  n += n_new;
+  k += k_new;
+  size_t j = 0;
+  for (double r : kRatios) {
+    const double theta = p0 * r;
+    if (theta >= 1) continue;
+    if (j >= log_components.size()) break;
+    log_components[j] += static_cast<double>(k_new) * std::log(theta / p0) +
+                         static_cast<double>(n_new - k_new) * std::log((1 - theta) / (1 - p0));
+    ++j;
+  }
+  // log of the mean of exp(log_components), stably.
+  double mx = -INFINITY;
+  for (double l : log_components) mx = std::max(mx, l);
+  double sum = 0;
+  for (double l : log_components) sum += std::exp(l - mx);
+  log_lr =
+      log_components.empty() ? 0 : mx + std::log(sum / static_cast<double>(log_components.size()));
+}
+
+nlohmann::json SequentialGate::ToJson() const {
+  nlohmann::json j;
+  j["alpha"] = alpha;
+  j["looks"] = looks;
+  j["last_canary_arrival_s"] =
+      std::isfinite(last_canary_arrival_s) ? nlohmann::json(last_canary_arrival_s) : nullptr;
+  j["log_threshold"] = SequentialStream::LogThreshold(alpha, streams.size());
+  j["streams"] = nlohmann::json::array();
+  for (const SequentialStream& s : streams) {
+    j["streams"].push_back({{"name", s.name},
+                            {"bound", std::isfinite(s.bound) ? nlohmann::json(s.bound) : nullptr},
+                            {"p0", s.p0},
+                            {"n", s.n},
+                            {"k", s.k},
+                            {"log_components", s.log_components},
+                            {"log_lr", s.log_lr},
+                            {"rejected", s.rejected}});
+  }
+  return j;
+}
+
+Result<SequentialGate> SequentialGate::FromJson(const nlohmann::json& j, const std::string& name) {
+  SequentialGate g;
+  try {
+    g.alpha = j.at("alpha").get<double>();
+    g.looks = j.at("looks").get<int>();
+    const auto& last = j.at("last_canary_arrival_s");
+    g.last_canary_arrival_s = last.is_null() ? -INFINITY : last.get<double>();
+    for (const auto& s : j.at("streams")) {
+      SequentialStream st;
+      st.name = s.at("name").get<std::string>();
+      st.bound = s.at("bound").is_null() ? NAN : s.at("bound").get<double>();
+      st.p0 = s.at("p0").get<double>();
+      st.n = s.at("n").get<int64_t>();
+      st.k = s.at("k").get<int64_t>();
+      st.log_components = s.at("log_components").get<std::vector<double>>();
+      st.log_lr = s.at("log_lr").get<double>();
+      st.rejected = s.at("rejected").get<bool>();
+      if (!(st.p0 > 0 && st.p0 < 1) || st.n < 0 || st.k < 0 || st.k > st.n) {
+        return Status::Invalid(
+            fmt::format("{}: stream '{}': impossible p0, n or k", name, st.name));
+      }
+      g.streams.push_back(std::move(st));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Invalid(fmt::format("{}: not a gate state file: {}", name, e.what()));
+  }
+  if (!(g.alpha > 0 && g.alpha < 0.5) || g.looks < 0) {
+    return Status::Invalid(fmt::format("{}: impossible alpha or look count", name));
+  }
+  return g;
+}
+
+GateResult LookSequential(const GateConfig& config, const GateArm& baseline, const GateArm& canary,
+                          const GateArm* canary_increase, bool final_look, SequentialGate& state) {
+  const GateArm& inc = canary_increase != nullptr ? *canary_increase : canary;
+  GateResult fixed = JudgeGate(config, baseline, canary);
+  state.alpha = config.sequential_alpha;
+  ++state.looks;
+  auto has = [&](GateMetric m) {
+    for (const GateCriterion& c : config.criteria) {
+      if (c.metric == m) return true;
+    }
+    return false;
+  };
+  auto min_for = [&](GateMetric m) {
+    int64_t v = 0;
+    for (const GateCriterion& c : config.criteria) {
+      if (c.metric == m) v = std::max(v, c.min_samples);
+    }
+    return v;
+  };
+  const bool metrics = baseline.from_metrics || canary.from_metrics;
+  // First look with enough baseline: fix each stream's bound and p0.
+  if (state.streams.empty()) {
+    if (has(GateMetric::kTtftP99)) {
+      if (metrics) {
+        double b = P99BucketBound(baseline.ttft_hist);
+        if (baseline.ttft_hist.count >= std::max<int64_t>(500, min_for(GateMetric::kTtftP99)) &&
+            std::isfinite(b)) {
+          state.streams.push_back(MakeStream("ttft_p99", b, HistCountAbove(baseline.ttft_hist, b),
+                                             baseline.ttft_hist.count));
+        }
+      } else if (static_cast<int64_t>(baseline.ttft_s.size()) >=
+                 std::max<int64_t>(500, min_for(GateMetric::kTtftP99))) {
+        double b = Quantile(baseline.ttft_s, 0.99);
+        state.streams.push_back(MakeStream("ttft_p99", b, CountAboveSorted(baseline.ttft_s, b),
+                                           baseline.ttft_s.size()));
+      }
+    }
+    if (has(GateMetric::kQueueP99)) {
+      if (metrics) {
+        double b = P99BucketBound(baseline.queue_hist);
+        if (baseline.queue_hist.count >= std::max<int64_t>(500, min_for(GateMetric::kQueueP99)) &&
+            std::isfinite(b)) {
+          state.streams.push_back(MakeStream("queue_p99", b, HistCountAbove(baseline.queue_hist, b),
+                                             baseline.queue_hist.count));
+        }
+      } else if (static_cast<int64_t>(baseline.queue_s.size()) >=
+                 std::max<int64_t>(500, min_for(GateMetric::kQueueP99))) {
+        double b = Quantile(baseline.queue_s, 0.99);
+        state.streams.push_back(MakeStream("queue_p99", b, CountAboveSorted(baseline.queue_s, b),
+                                           baseline.queue_s.size()));
+      }
+    }
+    if (has(GateMetric::kErrorRate) && baseline.requests >= min_for(GateMetric::kErrorRate)) {
+      state.streams.push_back(MakeStream("error_rate", NAN, baseline.errors, baseline.requests));
+    }
+  }
+  // Feed the canary's new observations.
+  double last = state.last_canary_arrival_s;
+  for (SequentialStream& s : state.streams) {
+    int64_t n = 0, k = 0;
+    if (metrics) {
+      if (s.name == "ttft_p99") {
+        n = static_cast<int64_t>(inc.ttft_hist.count);
+        k = static_cast<int64_t>(HistCountAbove(inc.ttft_hist, s.bound));
+      } else if (s.name == "queue_p99") {
+        n = static_cast<int64_t>(inc.queue_hist.count);
+        k = static_cast<int64_t>(HistCountAbove(inc.queue_hist, s.bound));
+      } else {
+        n = inc.requests;
+        k = inc.errors;
+      }
+    } else if (s.name == "ttft_p99") {
+      NewSince(canary.ttft_s, canary.ttft_arrival_s, last, s.bound, n, k);
+    } else if (s.name == "queue_p99") {
+      NewSince(canary.queue_s, canary.queue_arrival_s, last, s.bound, n, k);
+    } else {
+      for (double a : canary.request_arrival_s) n += a > last;
+      for (double a : canary.error_arrival_s) k += a > last;
+    }
+    s.Add(n, k);
+  }
+  if (!metrics && !canary.request_arrival_s.empty()) {
+    state.last_canary_arrival_s = std::max(last, canary.request_arrival_s.back());
+  }
+  const double log_t = SequentialStream::LogThreshold(state.alpha, state.streams.size());
+  std::vector<std::string> rejected;
+  for (SequentialStream& s : state.streams) {
+    if (s.log_lr >= log_t) s.rejected = true;
+    if (s.rejected) rejected.push_back(s.name);
+  }
+  GateResult out = fixed;
+  out.sequential = state.ToJson();
+  if (!rejected.empty()) {
+    out.verdict = GateVerdict::kFail;
+    std::string names;
+    for (const auto& n : rejected) names += (names.empty() ? "" : ", ") + n;
+    out.reason = fmt::format(
+        "look {}: the sequential test rejected {} (mixture likelihood ratio >= {:.4g} = "
+        "streams / alpha {:g}; always valid over any number of looks)",
+        state.looks, names, std::exp(log_t), state.alpha);
+    return out;
+  }
+  if (state.streams.empty()) {
+    out.verdict = GateVerdict::kInconclusive;
+    out.reason = fmt::format(
+        "look {}: too little baseline data to fix the sequential test's "
+        "bounds (>= 500 requests)",
+        state.looks);
+    return out;
+  }
+  if (!final_look) {
+    out.verdict = GateVerdict::kInconclusive;
+    out.reason =
+        fmt::format("look {}: no stream has strong enough evidence yet; keep looking", state.looks);
+    return out;
+  }
+  // The final look: Pass unless the fixed judge fails a criterion the sequential test
+  // does not cover, or lacks data for a critical one.
+  out.verdict = GateVerdict::kPass;
+  out.reason = fmt::format("final look {}: no sequential stream rejected", state.looks);
+  for (const CriterionResult& r : fixed.criteria) {
+    const GateMetric m = r.criterion.metric;
+    const bool covered =
+        (m == GateMetric::kTtftP99 || m == GateMetric::kQueueP99 || m == GateMetric::kErrorRate);
+    if (r.label == GateLabel::kNoData && r.criterion.critical) {
+      out.verdict = GateVerdict::kInconclusive;
+      out.reason = fmt::format("final look {}: too little data for {}", state.looks, ToString(m));
+    }
+    if (!covered && r.harmful && r.criterion.critical) {
+      out.verdict = GateVerdict::kFail;
+      out.reason = fmt::format("final look {}: {} regressed (fixed-horizon judge)", state.looks,
+                               ToString(m));
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace ttft
