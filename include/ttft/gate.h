@@ -200,7 +200,9 @@ struct CriterionResult {
   std::string rule;    // the rule that decided the label, in words
 };
 
-struct GateResult {
+// nlohmann::json's implicit special members are not all noexcept; a GateResult is never
+// moved in a noexcept context.
+struct GateResult {  // NOLINT(bugprone-exception-escape)
   GateVerdict verdict = GateVerdict::kInconclusive;
   std::string reason;  // why, in one sentence
   std::vector<CriterionResult> criteria;

@@ -29,7 +29,7 @@ struct GateFlags {
   std::vector<std::string> inputs, baseline, canary;
   std::string baseline_selector, canary_selector;
   std::string prometheus;
-  std::string from = "", to = "";
+  std::string from, to;
   double step_s = 15;
   double timeout_s = 5;
   std::string config;

@@ -132,7 +132,10 @@ Result<GateArm> ArmFromMetrics(std::span<const MetricSnapshot> snapshots,
   TTFT_RETURN_IF_ERROR(SumHistogram(delta, CanonicalMetric::kItl, match, a.itl_hist));
   if (a.ttft_hist.upper_bounds.empty() && a.ttft_hist.count == 0) {
     std::string sel;
-    for (const auto& [n, v] : match) sel += (sel.empty() ? "" : ",") + n + "=" + v;
+    for (const auto& [n, v] : match) {
+      if (!sel.empty()) sel += ",";
+      sel.append(n).append("=").append(v);
+    }
     return Status::NotFound(
         fmt::format("no TTFT histogram series{}", sel.empty() ? "" : " matching " + sel));
   }
