@@ -117,7 +117,7 @@ struct GroupRow {
   std::string value;
   std::string parent;  // replica rows: the replica's region
   // Every count, rate and mean, and of the quantiles only ttft_s.p99, itl_max_p99_s,
-  // prompt_tokens_p99 and prefill_s_per_1k_uncached: the others (TTFT p50/p90, queue,
+  // prompt_tokens.p99 and prefill_s_per_1k_uncached: the others (TTFT p50/p90, queue,
   // prefill and front-end terms, ITL p50, prompt p50, output p99) are NaN when the
   // split has several values: no rule reads them, and a diagnosis of 10 M spans spent
   // a fifth of its time on them.
@@ -139,7 +139,7 @@ struct GroupSplit {
 // sentence that states what the numbers say. A line quoting several figures names the
 // one its sentence is about; a line without a figure has an empty `metric`.
 struct EvidenceLine {
-  std::string metric;  // a WindowStats/GroupRow field name, e.g. "prompt_tokens_p99"
+  std::string metric;  // the figure in the JSON report's names, e.g. "prompt_tokens_p99"
   double before = kMissing, after = kMissing;
   std::string unit;      // "s", "tokens", "fraction", "rps", "count", "ratio" or ""
   std::string sentence;  // what every renderer prints
