@@ -98,6 +98,30 @@ Result<GateArm> ArmOf(const Dataset& data, const Match& match, double from_s, do
   return ArmFromMetrics(snaps, match);
 }
 
+// The baseline arm from `bdata` and the canary arm from `cdata` (the same dataset when
+// one input is split by selectors). A selection matching nothing makes the arms
+// unavailable (an Inconclusive verdict), not an error.
+Result<Arms> ArmsOf(const Dataset& bdata, const Dataset& cdata, const Match& bsel,
+                    const Match& csel, double from_s, double to_s, double increase_from_s) {
+  Arms arms;
+  Result<GateArm> b = ArmOf(bdata, bsel, from_s, to_s);
+  Result<GateArm> c = ArmOf(cdata, csel, from_s, to_s);
+  if (b.status().code() == StatusCode::kNotFound || c.status().code() == StatusCode::kNotFound) {
+    arms.unavailable =
+        !b.ok() ? "baseline: " + b.status().message() : "canary: " + c.status().message();
+    return arms;
+  }
+  TTFT_RETURN_IF_ERROR(b.status());
+  TTFT_RETURN_IF_ERROR(c.status());
+  arms.baseline = std::move(*b);
+  arms.canary = std::move(*c);
+  if (!cdata.has_spans && std::isfinite(increase_from_s)) {
+    Result<GateArm> inc = ArmOf(cdata, csel, increase_from_s, to_s);
+    if (inc.ok()) arms.canary_increase = std::move(*inc);
+  }
+  return arms;
+}
+
 Result<Arms> LoadArms(const GateFlags& f, const LoadOptions& load, const Match& bsel,
                       const Match& csel, double from_s, double to_s, double increase_from_s) {
   Arms arms;
@@ -134,22 +158,7 @@ Result<Arms> LoadArms(const GateFlags& f, const LoadOptions& load, const Match& 
     if (!data.has_spans && data.snapshots.size() < 2) {
       return Status::Invalid("the inputs hold neither spans nor two or more scrapes");
     }
-    Result<GateArm> b = ArmOf(data, bsel, from_s, to_s);
-    Result<GateArm> c = ArmOf(data, csel, from_s, to_s);
-    if (b.status().code() == StatusCode::kNotFound || c.status().code() == StatusCode::kNotFound) {
-      arms.unavailable =
-          !b.ok() ? "baseline: " + b.status().message() : "canary: " + c.status().message();
-      return arms;
-    }
-    TTFT_RETURN_IF_ERROR(b.status());
-    TTFT_RETURN_IF_ERROR(c.status());
-    arms.baseline = std::move(*b);
-    arms.canary = std::move(*c);
-    if (!data.has_spans && std::isfinite(increase_from_s)) {
-      Result<GateArm> inc = ArmOf(data, csel, increase_from_s, to_s);
-      if (inc.ok()) arms.canary_increase = std::move(*inc);
-    }
-    return arms;
+    return ArmsOf(data, data, bsel, csel, from_s, to_s, increase_from_s);
   }
   Dataset bdata, cdata;
   TTFT_RETURN_IF_ERROR(LoadDataset(f.baseline, load, bdata));
@@ -161,22 +170,7 @@ Result<Arms> LoadArms(const GateFlags& f, const LoadOptions& load, const Match& 
         "--baseline and --canary must both be spans or both be metrics (their statistics are "
         "not comparable)");
   }
-  Result<GateArm> b = ArmOf(bdata, bsel, from_s, to_s);
-  Result<GateArm> c = ArmOf(cdata, csel, from_s, to_s);
-  if (b.status().code() == StatusCode::kNotFound || c.status().code() == StatusCode::kNotFound) {
-    arms.unavailable =
-        !b.ok() ? "baseline: " + b.status().message() : "canary: " + c.status().message();
-    return arms;
-  }
-  TTFT_RETURN_IF_ERROR(b.status());
-  TTFT_RETURN_IF_ERROR(c.status());
-  arms.baseline = std::move(*b);
-  arms.canary = std::move(*c);
-  if (!cdata.has_spans && std::isfinite(increase_from_s)) {
-    Result<GateArm> inc = ArmOf(cdata, csel, increase_from_s, to_s);
-    if (inc.ok()) arms.canary_increase = std::move(*inc);
-  }
-  return arms;
+  return ArmsOf(bdata, cdata, bsel, csel, from_s, to_s, increase_from_s);
 }
 
 Result<SequentialGate> ReadState(const std::string& path) {
