@@ -734,6 +734,59 @@ TEST_F(RulesSimulatedIncident, DiagnoseReadsTheSameIncidentFromVictoriaMetricsAs
   EXPECT_LT(v["incident"]["prefix_cache_hit_rate"].get<double>(), 0.1);
 }
 
+// `ttft gate --prometheus` reads VictoriaMetrics through the same Prometheus API and
+// judges the same arms the same way as from Prometheus: one region of the incident
+// window as the baseline, the other as the canary.
+TEST_F(RulesSimulatedIncident, GateJudgesTheSameArmsFromVictoriaMetricsAsFromPrometheus) {
+  if (!HasPrometheus()) GTEST_SKIP() << kNoPrometheus;
+  if (!HasVictoriaMetrics()) GTEST_SKIP() << kNoVictoriaMetrics;
+  ASSERT_TRUE(setup_error_.empty()) << setup_error_;
+  ASSERT_TRUE(prom_error_.empty()) << prom_error_;
+  ASSERT_TRUE(vm_error_.empty()) << vm_error_;
+  auto gate = [&](const std::string& url) {
+    RunResult r = RunTtft(fmt::format("gate --prometheus {} --from {} --to {} "
+                                      "--baseline-selector region=us-east "
+                                      "--canary-selector region=eu-west --format json",
+                                      url, t0_ + kDeployS, t0_ + kEndS),
+                          120);
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 3) << url << ": " << r.err;
+    json j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << url << ": " << r.out << r.err;
+    if (!j.is_discarded()) {
+      EXPECT_EQ(j["exit_code"], r.exit_code) << url;
+    }
+    return j;
+  };
+  const json p = gate(prom_.url());
+  const json v = gate(fmt::format("http://127.0.0.1:{}", vm_port_));
+  ASSERT_FALSE(p.is_discarded());
+  ASSERT_FALSE(v.is_discarded());
+  EXPECT_EQ(v["verdict"], p["verdict"]) << v["reason"] << " / " << p["reason"];
+  ASSERT_EQ(v["criteria"].size(), p["criteria"].size());
+  ASSERT_FALSE(v["criteria"].empty());
+  int with_data = 0;
+  for (size_t i = 0; i < v["criteria"].size(); ++i) {
+    const json& a = v["criteria"][i];
+    const json& b = p["criteria"][i];
+    EXPECT_EQ(a["metric"], b["metric"]) << i;
+    EXPECT_EQ(a["label"], b["label"]) << a["metric"];
+    EXPECT_EQ(a["baseline_n"], b["baseline_n"]) << a["metric"];
+    EXPECT_EQ(a["canary_n"], b["canary_n"]) << a["metric"];
+    for (const char* k : {"baseline", "canary"}) {
+      if (b[k].is_number()) {
+        ASSERT_TRUE(a[k].is_number()) << a["metric"] << " " << k;
+        EXPECT_NEAR(a[k].get<double>(), b[k].get<double>(),
+                    1e-9 * std::max(1.0, std::fabs(b[k].get<double>())))
+            << a["metric"] << " " << k;
+      } else {
+        EXPECT_FALSE(a[k].is_number()) << a["metric"] << " " << k;
+      }
+    }
+    with_data += b["baseline_n"].get<int64_t>() > 0 ? 1 : 0;
+  }
+  EXPECT_GT(with_data, 0) << "no criterion had data: the arms were not read";
+}
+
 // -----------------------------------------------------------------------------
 // vmalert
 // -----------------------------------------------------------------------------
