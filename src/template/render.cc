@@ -14,6 +14,25 @@ namespace ttft {
 namespace tmpl {
 namespace {
 
+// True when `v` is the namespace `ns` or holds it in a list, dict or namespace. Namespaces
+// are the only values a template mutates, so refusing such an assignment keeps every value
+// acyclic: the recursive walks (tojson, comparison, source tracking) would otherwise
+// recurse forever (the template fuzzer found `{% set ns.n = ns %}`). Terminates because
+// `v` is acyclic by this invariant.
+bool HoldsNamespace(const Value& v, const Value& ns) {
+  if (v.is_namespace() && &v.items() == &ns.items()) return true;
+  if (v.is_list()) {
+    for (const Value& e : v.list()) {
+      if (HoldsNamespace(e, ns)) return true;
+    }
+  } else if (v.is_dict()) {
+    for (const auto& [k, e] : v.items()) {
+      if (HoldsNamespace(e, ns)) return true;
+    }
+  }
+  return false;
+}
+
 struct Builtin : TemplateCallable {
   enum class Kind : uint8_t { kRaise, kStrftime, kNamespace, kRange, kDict, kMacro, kMethod };
   Kind kind = Kind::kRaise;
@@ -217,6 +236,10 @@ class Renderer {
             return Error(s.pos, fmt::format("cannot assign attribute on non-namespace object "
                                             "'{}'",
                                             s.targets[0]));
+          }
+          if (HoldsNamespace(v, ns)) {
+            return Error(s.pos, fmt::format("'{}.{}' would hold '{}' itself (a cycle)",
+                                            s.targets[0], s.attr, s.targets[0]));
           }
           ns.Set(s.attr, std::move(v));
           return Status::Ok();

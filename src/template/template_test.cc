@@ -157,5 +157,21 @@ TEST(TemplateTest, UsesListClockCallsAndTojson) {
   EXPECT_EQ(items, 1);
 }
 
+// A namespace assigned into itself (directly or through a container or another
+// namespace) would make every recursive walk of values loop forever: the template
+// fuzzer's stack overflow. It is an error naming the cycle; a non-cyclic nesting works.
+TEST(TemplateTest, NamespaceCyclesAreErrors) {
+  EXPECT_NE(RenderError("{% set ns = namespace(n=0) %}{% set ns.n = ns %}{{ ns.n }}").find("cycle"),
+            std::string::npos);
+  EXPECT_NE(
+      RenderError("{% set ns = namespace(n=0) %}{% set ns.n = [1, {'k': ns}] %}").find("cycle"),
+      std::string::npos);
+  EXPECT_NE(RenderError("{% set a = namespace() %}{% set b = namespace(x=a) %}"
+                        "{% set a.y = b %}{{ a.y | tojson }}")
+                .find("cycle"),
+            std::string::npos);
+  EXPECT_EQ(Render("{% set a = namespace(v=1) %}{% set b = namespace(x=a) %}{{ b.x.v }}"), "1");
+}
+
 }  // namespace
 }  // namespace ttft
