@@ -76,6 +76,7 @@ Result<StatsResult> ComputeStats(std::span<const std::string> paths, const Stats
   LoadOptions load = req.load;
   load.require_snapshot_times = false;
   for (const std::string& in : paths) TTFT_RETURN_IF_ERROR(LoadInput(in, load, data));
+  FinishLoading(data);  // scrapes ordered by time, whatever the argument order
   out.report = std::move(data.report);
   if (data.has_spans) {
     return Status::Invalid(
@@ -83,10 +84,6 @@ Result<StatsResult> ComputeStats(std::span<const std::string> paths, const Stats
         "metrics are not comparable)");
   }
   std::vector<MetricSnapshot>& snaps = data.snapshots;
-  std::stable_sort(snaps.begin(), snaps.end(),
-                   [](const MetricSnapshot& a, const MetricSnapshot& b) {
-                     return a.timestamp_s < b.timestamp_s;
-                   });
   MetricSnapshot window;
   if (snaps.size() >= 2) {
     TTFT_ASSIGN_OR_RETURN(window, WindowDelta(snaps, out.report));

@@ -102,7 +102,9 @@ nlohmann::json Num(double v) {
   return v;
 }
 
-nlohmann::json SymptomsJsonOf(const WindowStats& w) {
+}  // namespace
+
+nlohmann::json SymptomsJson(const WindowStats& w) {
   return nlohmann::json{
       {"from_s", Num(w.from_s)},
       {"to_s", Num(w.to_s)},
@@ -124,6 +126,8 @@ nlohmann::json SymptomsJsonOf(const WindowStats& w) {
       {"preemptions", w.preemptions},
   };
 }
+
+namespace {
 
 nlohmann::json SummaryJson(const Scenario& sc, const ScenarioRun& run) {
   const SimulationResult& r = run.result;
@@ -149,10 +153,10 @@ nlohmann::json SummaryJson(const Scenario& sc, const ScenarioRun& run) {
   };
   if (std::isfinite(run.windows.change_at_s)) {
     j["change_at_s"] = run.windows.change_at_s;
-    j["symptoms"] = {{"baseline", SymptomsJsonOf(run.baseline)},
-                     {"incident", SymptomsJsonOf(run.incident)}};
+    j["symptoms"] = {{"baseline", SymptomsJson(run.baseline)},
+                     {"incident", SymptomsJson(run.incident)}};
   } else {
-    j["symptoms"] = {{"all", SymptomsJsonOf(run.incident)}};
+    j["symptoms"] = {{"all", SymptomsJson(run.incident)}};
   }
   return j;
 }
@@ -169,8 +173,6 @@ std::vector<uint32_t> RowsIn(const SpanTable& table, const TimeRange& range) {
 }
 
 }  // namespace
-
-nlohmann::json SymptomsJson(const WindowStats& w) { return SymptomsJsonOf(w); }
 
 AnalysisWindows ScenarioWindows(const Scenario& sc) {
   double change = sc.analysis.change_at_s;
