@@ -2,6 +2,7 @@
 #include "ttft/dataset.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -13,9 +14,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh folder under the test's temporary directory.
+// A fresh folder under the test's temporary directory, private to this process:
+// ctest runs each test in its own process, two at a time.
 fs::path TempDir(const std::string& name) {
-  const fs::path d = fs::path(testing::TempDir()) / ("ttft_dataset_" + name);
+  const fs::path d =
+      fs::path(testing::TempDir()) / ("ttft_dataset_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

@@ -2,6 +2,7 @@
 #include "ttft/pipeline.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -45,7 +46,8 @@ TEST(ScenarioWindows, OnePolicyAroundTheChange) {
 // `ttft drill` builds in memory: the folder convention lives on both sides in the library.
 TEST(RunScenario, FolderReadBackDiagnosesTheSame) {
   const Scenario sc = Incident("incidents/load-surge");
-  const fs::path dir = fs::path(testing::TempDir()) / "ttft_pipeline_folder";
+  const fs::path dir =
+      fs::path(testing::TempDir()) / ("ttft_pipeline_folder_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   RunOptions options;
   options.out_dir = dir.string();

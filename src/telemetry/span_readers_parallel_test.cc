@@ -3,6 +3,7 @@
 // duplicates within and across ranges, blank and CRLF lines, escapes, and under strict.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -63,8 +64,9 @@ std::string SpanLine(int id, int replica, double ttft = 0.5) {
 class ParallelReadTest : public ::testing::Test {
  protected:
   std::string Write(const std::string& name, const std::string& text) {
-    const std::string path =
-        (std::filesystem::path(::testing::TempDir()) / ("ttft_par_" + name)).string();
+    const std::string path = (std::filesystem::path(::testing::TempDir()) /
+                              ("ttft_par_" + std::to_string(::getpid()) + "_" + name))
+                                 .string();
     std::ofstream(path, std::ios::binary) << text;
     paths_.push_back(path);
     return path;

@@ -1,5 +1,6 @@
 // Mooncake trace replay: the simulator's prefix reuse against the trace's own block ids.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -73,7 +74,8 @@ TEST(MooncakeReplay, HitRateFallsWithCapacity) {
 }
 
 TEST(MooncakeReplay, IdRatioCountsFullBlocksAndTheLastToken) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "ttft_reuse_test";
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ttft_reuse_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "t.jsonl").string();
   {
