@@ -133,8 +133,15 @@ Status LoadPrometheus(const std::string& url, const std::string& selector, doubl
 // LoadInput/LoadPrometheus.
 void FinishLoading(Dataset& data);
 
-// LoadInput over `paths` in order, then FinishLoading.
+// LoadInput over `paths` in order, then FinishLoading. An error when `paths` is not
+// empty and `data` then holds no span and no scrape (RequireUsableRecords).
 Status LoadDataset(std::span<const std::string> paths, const LoadOptions& options, Dataset& data);
+
+// An error naming `paths` when they gave nothing to analyse (`used` == 0: empty files,
+// every record skipped or ignored), with the read report's counts and first issue. A
+// run that used nothing must not exit 0 (docs/telemetry.md, "Bad input").
+Status RequireUsableRecords(std::span<const std::string> paths, int64_t used,
+                            const ReadReport& report);
 
 // The snapshots covering [from_s, to_s]: those inside, plus the last one before
 // `from_s` (the counters' starting point) unless one lies exactly at `from_s`.

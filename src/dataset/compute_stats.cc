@@ -66,6 +66,7 @@ Result<StatsResult> ComputeStats(std::span<const std::string> paths, const Stats
   StatsResult out;
   if (kind != InputFormat::kProm && kind != InputFormat::kPromQueryJson) {
     TTFT_RETURN_IF_ERROR(SummarizeSpanInputs(paths, req, out));
+    TTFT_RETURN_IF_ERROR(RequireUsableRecords(paths, out.report.records_read, out.report));
     return out;
   }
   Dataset data;
@@ -77,6 +78,10 @@ Result<StatsResult> ComputeStats(std::span<const std::string> paths, const Stats
   load.require_snapshot_times = false;
   for (const std::string& in : paths) TTFT_RETURN_IF_ERROR(LoadInput(in, load, data));
   FinishLoading(data);  // scrapes ordered by time, whatever the argument order
+  if (!live) {
+    TTFT_RETURN_IF_ERROR(RequireUsableRecords(
+        paths, static_cast<int64_t>(data.snapshots.size() + data.spans.size()), data.report));
+  }
   out.report = std::move(data.report);
   if (data.has_spans) {
     return Status::Invalid(

@@ -185,7 +185,33 @@ void FinishLoading(Dataset& data) {
 Status LoadDataset(std::span<const std::string> paths, const LoadOptions& options, Dataset& data) {
   for (const std::string& p : paths) TTFT_RETURN_IF_ERROR(LoadInput(p, options, data));
   FinishLoading(data);
-  return Status::Ok();
+  if (paths.empty()) return Status::Ok();
+  return RequireUsableRecords(
+      paths, static_cast<int64_t>(data.spans.size() + data.snapshots.size()), data.report);
+}
+
+Status RequireUsableRecords(std::span<const std::string> paths, int64_t used,
+                            const ReadReport& report) {
+  if (used > 0) return Status::Ok();
+  std::string why;
+  if (report.records_skipped > 0) {
+    std::vector<std::string> parts;
+    for (const auto& [category, n] : report.skipped_by_category) {
+      parts.push_back(fmt::format("{} {}", n, category));
+    }
+    why = fmt::format("{} record{} skipped ({})", report.records_skipped,
+                      report.records_skipped == 1 ? "" : "s", fmt::join(parts, ", "));
+  }
+  if (report.records_ignored > 0) {
+    why += fmt::format("{}{} ignored (not request records)", why.empty() ? "" : ", ",
+                       report.records_ignored);
+  }
+  if (why.empty()) why = "no records at all";
+  if (!report.issues.empty()) {
+    const RecordIssue& first = report.issues.front();
+    why += fmt::format("; first: {}:{}: {}", first.file, first.line, first.reason);
+  }
+  return Status::Invalid(fmt::format("{}: nothing usable: {}", fmt::join(paths, ", "), why));
 }
 
 std::vector<MetricSnapshot> SnapshotsCovering(std::span<const MetricSnapshot> all, double from,
