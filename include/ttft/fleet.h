@@ -141,7 +141,14 @@ struct SimulateOptions {
 Result<SimulationResult> Simulate(const Scenario& scenario, SimulationSink& sink,
                                   const SimulateOptions& options);
 
-// Cross-field validation of a hand-built scenario.
+// Scrapes of one run (each writes one file per replica): 300,000, enough for the
+// longest run (kMaxDurationS) at the default 10 s interval. A smaller
+// scrape_interval_s for the run's length is an error.
+inline constexpr int64_t kMaxScrapes = 300000;
+
+// Cross-field validation of a hand-built scenario, and the limits: duration_s at
+// most kMaxDurationS, drain_limit_s in [0, kMaxDurationS], at most kMaxScrapes
+// scrapes, and the workload's limits (CheckWorkloadLimits, ttft/workload.h).
 Status ValidateScenario(const Scenario& scenario);
 
 // Adds one replica's series to `families` (creating each family on first use, in

@@ -291,6 +291,29 @@ struct WorkloadSpec {
   std::vector<SharedPrefixSpec> shared_prefix;  // inference-perf shared_prefix sources
 };
 
+// ---------------------------------------------------------------------------
+// Limits (docs/scenarios.md, "Limits"): a workload beyond them is an error before
+// anything runs, never a run that does not end or that exhausts memory.
+// ---------------------------------------------------------------------------
+
+// Simulated time of one run: 30 days.
+inline constexpr double kMaxDurationS = 30 * 86400.0;
+// Arrival rate of one tenant or load stage (any rate piece, times its traffic
+// changes): 100,000 requests/s, about 100 times a large fleet's peak.
+inline constexpr double kMaxRateRps = 1e5;
+// Expected arrivals of a run: the sum over tenants and stages of peak rate x
+// duration. 50 M requests take about 8 minutes to simulate (docs/performance.md).
+inline constexpr double kMaxExpectedRequests = 5e7;
+// Tokens of one prompt segment or of one request's output: 2^21 = 2,097,152, twice
+// the longest context window served today (1 M tokens). A distribution without a
+// max is clamped here when sampled; a fixed value, mean or max above it is an error.
+inline constexpr int32_t kMaxSegmentTokens = 1 << 21;
+
+// Checks `spec` against the limits above. Errors name the field, the value and the
+// limit ("tenants[2].rate_rps: 1e+09 is above the limit of 100000 requests/s").
+// RequestSource::Create calls it.
+Status CheckWorkloadLimits(const WorkloadSpec& spec);
+
 // Generates requests in arrival order from tenants and traces. Streams: memory is
 // bounded by the number of tenants and traces, not the run length.
 class RequestSource {

@@ -33,11 +33,12 @@ Runner RegisterCost(CLI::App& app) {
     TTFT_ASSIGN_OR_RETURN(HardwareConfig hw, MakeHardwareConfig(o->model, o->gpu, dtype, o->tp));
     CostParams params;
     params.prefill_mfu = o->mfu;
-    CostModel cm(hw, params);
     EngineConfig ec;
     ec.hardware = hw;
     ec.cost = params;
     ec.max_model_len = 8192;
+    TTFT_RETURN_IF_ERROR(ec.Validate().WithContext("--prefill-mfu"));
+    CostModel cm(hw, params);
     auto blocks = ec.KvCapacityBlocks();
     const double cached = cm.PrefillTime(1000, 5000);
     const double cold = cm.PrefillTime(6000, 0);

@@ -35,8 +35,9 @@ Runner RegisterSimulate(CLI::App& app) {
       ->required();
   app.add_option("--out", o->out, "Output folder (spans.jsonl, metrics/, summary.json)")
       ->required();
-  app.add_option("--seed", o->seed, "Override the scenario's seed");
-  app.add_option("--duration", o->duration_s, "Override the scenario's duration_s");
+  app.add_option("--seed", o->seed, "Override the scenario's seed")->check(NonNegative());
+  app.add_option("--duration", o->duration_s, "Override the scenario's duration_s")
+      ->check(Positive());
   app.add_option("--format", o->format, "Summary on standard output: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -44,10 +45,11 @@ Runner RegisterSimulate(CLI::App& app) {
   return [o]() -> Status {
     TTFT_ASSIGN_OR_RETURN(Scenario sc, LoadScenarioArg(o->scenario));
     if (o->seed >= 0) sc.workload.seed = static_cast<uint64_t>(o->seed);
-    if (o->duration_s > 0) {
+    if (o->duration_s != 0) {  // given: NaN and inf are the scenario check's errors
       sc.duration_s = o->duration_s;
       sc.workload.duration_s = o->duration_s;
     }
+    TTFT_RETURN_IF_ERROR(ValidateScenario(sc).WithContext(o->scenario + " with the overrides"));
     RunOptions options;
     options.out_dir = o->out;
     options.progress = ProgressPrinter(sc.name, o->quiet);

@@ -50,6 +50,27 @@ void PrintReadSummary(const ReadReport& report);
 // write (a full disk, a closed pipe) is an IoError.
 Status WriteOutput(const std::string& text, const std::string& out);
 
+// Range checks of numeric flags whose messages state the rule ("--duration: must be
+// > 0, got -5"), not CLI11's numeric limits. NaN fails both.
+inline CLI::Validator Positive() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(in, v) || !(v > 0)) return "must be > 0, got " + in;
+        return {};
+      },
+      "> 0");
+}
+inline CLI::Validator NonNegative() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(in, v) || !(v >= 0)) return "must be >= 0, got " + in;
+        return {};
+      },
+      ">= 0");
+}
+
 // A scenario file, or else a built-in scenario's name (cmd_simulate.cc).
 Result<Scenario> LoadScenarioArg(const std::string& arg);
 

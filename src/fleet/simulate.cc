@@ -55,6 +55,22 @@ Status ValidateScenario(const Scenario& sc) {
   if (sc.replicas.empty()) return Status::Invalid("replicas: at least one replica is needed");
   if (!(sc.duration_s > 0)) return Status::Invalid("duration_s: must be > 0");
   if (!(sc.scrape_interval_s > 0)) return Status::Invalid("scrape_interval_s: must be > 0");
+  if (sc.duration_s > kMaxDurationS) {
+    return Status::Invalid(fmt::format("duration_s: {:g} is above the limit of {:g} s (30 days)",
+                                       sc.duration_s, kMaxDurationS));
+  }
+  if (!(sc.drain_limit_s >= 0) || sc.drain_limit_s > kMaxDurationS) {
+    return Status::Invalid(fmt::format("drain_limit_s: must be in [0, {:g}] s, got {:g}",
+                                       kMaxDurationS, sc.drain_limit_s));
+  }
+  if ((sc.duration_s + sc.drain_limit_s) / sc.scrape_interval_s > kMaxScrapes) {
+    return Status::Invalid(
+        fmt::format("scrape_interval_s: {:g} s gives {:.3g} scrapes over duration_s {:g} s and "
+                    "drain_limit_s {:g} s, above the limit of {} per run",
+                    sc.scrape_interval_s, (sc.duration_s + sc.drain_limit_s) / sc.scrape_interval_s,
+                    sc.duration_s, sc.drain_limit_s, kMaxScrapes));
+  }
+  TTFT_RETURN_IF_ERROR(CheckWorkloadLimits(sc.workload));
   std::vector<std::string> names;
   for (const ReplicaSpec& r : sc.replicas) {
     TTFT_RETURN_IF_ERROR(r.engine.Validate().WithContext("replica " + r.name));

@@ -1307,7 +1307,10 @@ Result<Scenario> ParseScenario(std::string_view yaml_text, const std::string& so
           fmt::format("{}:1: (top level): expected a map, got nothing", source_name));
     }
     Parser parser(source_name, base_dir);
-    return parser.Parse(root);
+    TTFT_ASSIGN_OR_RETURN(Scenario sc, parser.Parse(root));
+    // The cross-field checks and the limits, here so that their errors name the file.
+    TTFT_RETURN_IF_ERROR(ValidateScenario(sc).WithContext(source_name));
+    return sc;
   } catch (const YAML::Exception& e) {
     return Status::Invalid(
         fmt::format("{}:{}: invalid YAML: {}", source_name, e.mark.line + 1, e.msg));

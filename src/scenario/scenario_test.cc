@@ -160,6 +160,42 @@ std::string ErrorOf(const std::string& text) {
   return sc.status().message();
 }
 
+// The limits (ttft/workload.h, ttft/fleet.h): each is an error naming the file, the
+// field, the value and the limit, before anything runs (issue 14: these ran forever
+// or exhausted memory).
+TEST(ScenarioTest, ValuesBeyondTheLimitsAreErrorsNamingFileAndField) {
+  const std::string base = kBase;
+  auto edit = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return ErrorOf(s.replace(at, from.size(), to));
+  };
+  EXPECT_EQ(edit("duration_s: 60", "duration_s: 1e308"),
+            "s.yaml: duration_s: 1e+308 is above the limit of 2.592e+06 s (30 days)");
+  EXPECT_THAT(edit("duration_s: 60", "duration_s: 60\nscrape_interval_s: 1e-6"),
+              testing::HasSubstr("s.yaml: scrape_interval_s: 1e-06 s gives"));
+  EXPECT_EQ(edit("tokens: 100}", "tokens: 2e9}"),
+            "s.yaml: templates.app.versions.v1.segments.sys.tokens: 2e+09 is above the limit of "
+            "2.09715e+06 tokens");
+  EXPECT_THAT(edit("tokens: 100}", "tokens: {dist: lognormal, mean: 1e12, cv: 1}}"),
+              testing::HasSubstr("segments.sys.tokens.mean: 1e+12 is above the limit"));
+  EXPECT_THAT(edit("rate_rps: 1}", "rate_rps: 1e9}"),
+              testing::HasSubstr("s.yaml: tenants[0] (acme).rate_rps (with its traffic changes): "
+                                 "1e+09 is above the limit of 100000 requests/s"));
+  EXPECT_THAT(edit("rate_rps: 1}", "rate_rps: 1, output_tokens: 3e6}"),
+              testing::HasSubstr("tenants[0] (acme).output_tokens: 3e+06 is above the limit"));
+  // Each field within its limit, but the run as a whole too large.
+  std::string big = base;
+  big.replace(big.find("duration_s: 60"), 14, "duration_s: 2000000");
+  big.replace(big.find("rate_rps: 1}"), 12, "rate_rps: 90000}");
+  EXPECT_THAT(ErrorOf(big),
+              testing::HasSubstr("would send about 1.8e+11 requests, above the limit of 5e+07"));
+  // At the limits' edge the same scenario parses.
+  EXPECT_EQ(edit("duration_s: 60", "duration_s: 2592000"), "(parsed fine)");
+  EXPECT_EQ(edit("tokens: 100}", "tokens: 2097152}"), "(parsed fine)");
+}
+
 TEST(ScenarioTest, BaseParses) {
   auto sc = ParseScenario(kBase, "s.yaml", ".");
   ASSERT_TRUE(sc.ok()) << sc.status().ToString();

@@ -87,8 +87,9 @@ Result<TraceReuse> SimulateTraceReuse(const TraceReplayOptions& o) {
   tr.max_requests = o.max_requests;
   sc.workload.traces.push_back(tr);
   sc.workload.block_size = o.block_size;
-  sc.duration_s = std::numeric_limits<double>::max() / 4;
-  sc.drain_limit_s = 1e7;
+  // The whole trace: its first 30 days of (scaled) time, the simulator's limit.
+  sc.duration_s = kMaxDurationS;
+  sc.drain_limit_s = kMaxDurationS;
   sc.scrape_interval_s = 1e9;
   sc.router.kind = o.router;
   auto hw = MakeHardwareConfig(o.model, o.gpu, Dtype::kBf16, o.tp);

@@ -38,9 +38,10 @@ namespace {
 
 constexpr int32_t kMaxPromptTokens = std::numeric_limits<int32_t>::max() / 2;
 
+// A sampled segment or output length: at least 1, at most kMaxSegmentTokens.
 int32_t RoundTokens(double x) {
   if (!(x >= 1)) return 1;  // also NaN
-  if (x >= kMaxPromptTokens) return kMaxPromptTokens;
+  if (x >= kMaxSegmentTokens) return kMaxSegmentTokens;
   return static_cast<int32_t>(std::llround(x));
 }
 
@@ -205,6 +206,7 @@ Result<VersionPlan> RequestSourceImpl::Plan(const TenantSpec& tenant, size_t ti,
 }
 
 Result<std::unique_ptr<RequestSource>> RequestSourceImpl::Make(const WorkloadSpec& in) {
+  TTFT_RETURN_IF_ERROR(CheckWorkloadLimits(in));
   auto self = std::make_unique<RequestSourceImpl>();
   self->spec_ = in;
   const WorkloadSpec& spec = self->spec_;
