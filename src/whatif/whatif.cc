@@ -221,6 +221,9 @@ Result<WhatIfReport> PredictTemplateChange(const TemplateLintReport& old_lint,
   base.workload.traffic_changes.clear();
   base.analysis.change_at_s = -1;
   base.analysis.window_s = 0;
+  // Nothing reads the scrapes: one at the end instead of one per interval (scrapes cut
+  // planned decode runs, which changes no token time: docs/architecture.md).
+  base.scrape_interval_s = std::max(base.scrape_interval_s, base.duration_s + base.drain_limit_s);
   const AnalysisWindows w = ScenarioWindows(base);
   rep.window_from_s = w.incident.from_s;
   rep.window_to_s = w.incident.to_s;
