@@ -194,6 +194,7 @@ Result<WhatIfReport> PredictTemplateChange(const TemplateLintReport& old_lint,
   });
   if (tmpl_it == templates.end()) {
     std::vector<std::string> names;
+    names.reserve(templates.size());
     for (const auto& t : templates) names.push_back(t.name);
     return Status::Invalid(fmt::format("{}: templates: no template \"{}\" (the scenario has: {})",
                                        where, options.template_name, Names(names)));
@@ -342,6 +343,7 @@ Result<WhatIfReport> PredictTemplateChange(const TemplateLintReport& old_lint,
   auto fill = [](WhatIfArm& a, const std::vector<RunFigures>& f) {
     auto col = [&](double RunFigures::*m) {
       std::vector<double> v;
+      v.reserve(f.size());
       for (const RunFigures& x : f) v.push_back(x.*m);
       return Summarize(std::move(v));
     };
