@@ -127,6 +127,31 @@ TEST(WhatIf, IdenticalTemplatesPredictNoChangeAndExit0) {
   EXPECT_NE(t.out.find("95% t-interval"), std::string::npos) << t.out;
 }
 
+TEST(WhatIf, SarifAndGithubPointAtTheNewVersionsFirstNonStaticContent) {
+  const std::string v2 = kSeed + "app-v2.jinja";
+  auto r = RunTtft(WhatIf(kSeed + "app-v1.jinja", v2, "--seeds 1 --format sarif"));
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["version"], "2.1.0");
+  const auto& run = j["runs"][0];
+  const auto& rules = run["tool"]["driver"]["rules"];
+  ASSERT_FALSE(run["results"].empty());
+  for (const auto& res : run["results"]) {
+    const int index = res["ruleIndex"];
+    ASSERT_GE(index, 0);
+    ASSERT_LT(index, static_cast<int>(rules.size()));
+    EXPECT_EQ(rules[index]["id"], res["ruleId"]);
+    const auto& loc = res["locations"][0]["physicalLocation"];
+    EXPECT_EQ(loc["artifactLocation"]["uri"], v2);
+    // "Current time: {{ request_time }}" is line 5 of app-v2.jinja.
+    EXPECT_EQ(loc["region"]["startLine"], 5);
+  }
+  auto g = RunTtft(WhatIf(kSeed + "app-v1.jinja", v2, "--seeds 1 --format github"));
+  ASSERT_EQ(g.exit_code, 1) << g.err;
+  EXPECT_EQ(g.out.rfind("::error file=" + v2 + ",line=5,", 0), 0u) << g.out;
+  EXPECT_NE(g.out.find("title=TTFT-W001::"), std::string::npos) << g.out;
+}
+
 TEST(WhatIf, BadInputIsExit2NamingTheFile) {
   const fs::path dir = fs::temp_directory_path() / ("ttft_whatif_it_" + std::to_string(::getpid()));
   fs::create_directories(dir);
