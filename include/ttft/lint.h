@@ -211,6 +211,22 @@ Result<CorpusReport> LintCorpus(const Corpus& corpus, const Tokenizer& tokenizer
 Result<std::string> FormatTemplateReport(const TemplateLintReport& r, std::string_view format);
 Result<std::string> FormatCorpusReport(const CorpusReport& r, std::string_view format);
 
+// A rule of the SARIF driver's table (docs/template.md lists them).
+struct LintRule {
+  const char* id;
+  const char* name;
+  const char* short_text;
+  const char* full_text;
+  const char* level;  // "error", "warning" or "note"
+};
+
+// `findings` as a SARIF 2.1.0 log whose rule table is the lint's (TTFT-L001...) followed
+// by `extra_rules` (the what-if's, ttft/whatif.h), locations in `uri`; and as GitHub
+// workflow commands for `file`. What the formats above print for sarif and github.
+std::string FindingsSarif(const std::vector<Finding>& findings, const std::string& uri,
+                          const std::vector<LintRule>& extra_rules = {});
+std::string FindingsGithub(const std::vector<Finding>& findings, const std::string& file);
+
 }  // namespace ttft
 
 #endif  // TTFT_LINT_H_

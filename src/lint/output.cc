@@ -8,16 +8,8 @@
 namespace ttft {
 namespace {
 
-struct Rule {
-  const char* id;
-  const char* name;
-  const char* short_text;
-  const char* full_text;
-  const char* level;
-};
-
 // The rules, in the order of their ids (docs/template.md).
-constexpr Rule kRules[] = {
+constexpr LintRule kRules[] = {
     {"TTFT-L001", "non-static-in-prefix",
      "Non-static content within the first tokens of the prompt",
      "A per-tenant, per-user or per-request value (or the clock) is rendered within the first N "
@@ -51,9 +43,9 @@ const char* LevelName(FindingLevel l) {
   return "note";
 }
 
-int RuleIndex(const std::string& id) {
-  for (size_t i = 0; i < std::size(kRules); ++i) {
-    if (id == kRules[i].id) return static_cast<int>(i);
+int RuleIndex(const std::string& id, const std::vector<LintRule>& rules) {
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (id == rules[i].id) return static_cast<int>(i);
   }
   return -1;
 }
@@ -75,9 +67,14 @@ nlohmann::ordered_json FindingsJson(const std::vector<Finding>& fs) {
   return a;
 }
 
-std::string Sarif(const std::vector<Finding>& fs, const std::string& uri) {
+}  // namespace
+
+std::string FindingsSarif(const std::vector<Finding>& fs, const std::string& uri,
+                          const std::vector<LintRule>& extra_rules) {
+  std::vector<LintRule> table(std::begin(kRules), std::end(kRules));
+  table.insert(table.end(), extra_rules.begin(), extra_rules.end());
   nlohmann::ordered_json rules = nlohmann::ordered_json::array();
-  for (const Rule& r : kRules) {
+  for (const LintRule& r : table) {
     rules.push_back({{"id", r.id},
                      {"name", r.name},
                      {"shortDescription", {{"text", r.short_text}}},
@@ -91,7 +88,7 @@ std::string Sarif(const std::vector<Finding>& fs, const std::string& uri) {
                                      {"startColumn", std::max(1, f.pos.column)}};
     results.push_back(
         {{"ruleId", f.rule_id},
-         {"ruleIndex", RuleIndex(f.rule_id)},
+         {"ruleIndex", RuleIndex(f.rule_id, table)},
          {"level", LevelName(f.level)},
          {"message", {{"text", f.message}}},
          {"locations",
@@ -111,6 +108,8 @@ std::string Sarif(const std::vector<Finding>& fs, const std::string& uri) {
          {"results", std::move(results)}}}}};
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
+
+namespace {
 
 // GitHub workflow-command escaping (actions/toolkit command.ts).
 std::string EscapeData(std::string_view s) {
@@ -142,7 +141,9 @@ std::string EscapeProperty(std::string_view s) {
   return o;
 }
 
-std::string Github(const std::vector<Finding>& fs, const std::string& file) {
+}  // namespace
+
+std::string FindingsGithub(const std::vector<Finding>& fs, const std::string& file) {
   std::string out;
   for (const Finding& f : fs) {
     out += fmt::format("::{} file={},line={},col={},title={}::{}\n",
@@ -153,11 +154,9 @@ std::string Github(const std::vector<Finding>& fs, const std::string& file) {
   return out;
 }
 
-}  // namespace
-
 Result<std::string> FormatTemplateReport(const TemplateLintReport& r, std::string_view format) {
-  if (format == "sarif") return Sarif(r.findings, r.template_path);
-  if (format == "github") return Github(r.findings, r.template_path);
+  if (format == "sarif") return FindingsSarif(r.findings, r.template_path);
+  if (format == "github") return FindingsGithub(r.findings, r.template_path);
   if (format == "json") {
     nlohmann::ordered_json j;
     j["template"] = r.template_path;
@@ -207,8 +206,8 @@ Result<std::string> FormatTemplateReport(const TemplateLintReport& r, std::strin
 }
 
 Result<std::string> FormatCorpusReport(const CorpusReport& r, std::string_view format) {
-  if (format == "sarif") return Sarif(r.findings, r.corpus_path);
-  if (format == "github") return Github(r.findings, r.corpus_path);
+  if (format == "sarif") return FindingsSarif(r.findings, r.corpus_path);
+  if (format == "github") return FindingsGithub(r.findings, r.corpus_path);
   const PrefixCachePrediction& p = r.prediction;
   if (format == "json") {
     nlohmann::ordered_json j;
