@@ -35,6 +35,9 @@ using testing::ShellQuote;
 // The label the markup case gives one tenant: it must be shown as text.
 constexpr const char* kMarkupTenant = "<img src=x onerror=alert(1)>";
 constexpr const char* kMarkupDetail = "<script>alert(2)</script> rolled out";
+// A replica whose name cannot wrap at a space: it must not widen the page.
+constexpr const char* kLongReplica =
+    "replica-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz";
 // Seconds since 1970 (2026-10-01): the chart axes must show clock times.
 constexpr double kT0 = 1790812800;
 
@@ -47,6 +50,7 @@ std::string ReadFile(const fs::path& p) {
 
 // Spans of `per_window` requests in each of [kT0, kT0 + 300) and [kT0 + 300, kT0 + 600):
 // tenant acme steady; the markup tenant loses its prefix-cache hits after the change.
+// A third of the requests run on kLongReplica.
 void WriteSpans(const fs::path& path, int per_window) {
   std::ofstream f(path);
   for (int w = 0; w < 2; ++w) {
@@ -74,7 +78,7 @@ void WriteSpans(const fs::path& path, int per_window) {
                           {"output_tokens", 50},
                           {"preemptions", 0},
                           {"status", "ok"},
-                          {"replica", i % 3 == 0 ? "r-1" : "r-2"},
+                          {"replica", i % 3 == 0 ? kLongReplica : "r-2"},
                           {"region", "eu"},
                           {"tenant", markup ? kMarkupTenant : "acme"},
                           {"model", "llama-3.3-70b"},
@@ -152,7 +156,7 @@ TEST(BrowserReport, ReportsReadWellInChromium) {
   cases.push_back({"markup",
                    ShellQuote((out / "markup-spans.jsonl").string()) + change + " --events " +
                        ShellQuote((out / "markup-events.jsonl").string()),
-                   {kMarkupTenant, kMarkupDetail}});
+                   {kMarkupTenant, kMarkupDetail, kLongReplica}});
   cases.push_back({"insufficient", ShellQuote((out / "small-spans.jsonl").string()) + change, {}});
 
   nlohmann::json manifest = {{"chromium", chromium}, {"out", out.string()}};
