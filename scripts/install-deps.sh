@@ -10,6 +10,11 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus victoria-metrics chromium jq python3-pandas python3-jinja2
 )
+# node and npm run the browser tests (tests/browser) and the tokenizer's reference
+# implementation; a node from elsewhere (NodeSource bundles npm) is used as it is.
+if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
+  PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -13,11 +13,16 @@
 //     a TTY and no NO_COLOR).
 //   * RenderMarkdown: ready to paste into a postmortem.
 //   * ReportJson / RenderJson: the stable schema of docs/diagnosis.md.
-//   * RenderHtml: one self-contained file (no network, no scripts, no fonts) with
-//     inline SVG charts: TTFT CDF before/after on a log axis (#chart-cdf), queue versus
-//     prefill p99 stacked (#chart-stack), hit rate and p99 TTFT over time with the
-//     change marked (#chart-timeline), small multiples per replica and tenant
-//     (#chart-replica-*, #chart-tenant-*). Every telemetry string is escaped.
+//   * RenderHtml: one self-contained document (no network, no scripts, no fonts; a
+//     Content-Security-Policy that admits only its own stylesheet, by sha256): the
+//     seed's sections (#mitigate, #symptoms, #decomposition, #hypotheses, #where,
+//     #magnitude, #fix) as HTML tables, each figure marked with its path in ReportJson
+//     (data-json), beside inline SVG charts: TTFT CDF before/after on a log axis
+//     (#chart-cdf), the slowest 1%'s front end, queue and prefill stacked
+//     (#chart-stack), hit rate and p99 TTFT over time with the change marked
+//     (#chart-timeline), small multiples per replica and tenant (#chart-replica-*,
+//     #chart-tenant-*). Readable from 390 px wide (no sideways scrolling) and in print.
+//     Every telemetry string is escaped.
 //
 // Example:
 //
