@@ -1,106 +1,35 @@
-// SHA-256 as specified in FIPS 180-4, sections 4.1.2, 4.2.2, 5.1.1 and 6.2
-// (report/sha256.h).
+// SHA-256 and base64 for the CSP hash source (report/sha256.h), from OpenSSL's
+// libcrypto (EVP_Digest; EVP_EncodeBlock is RFC 4648 base64 with padding).
 #include "report/sha256.h"
 
-#include <algorithm>
+#include <openssl/evp.h>
+
+#include <string>
 
 namespace ttft::report {
-namespace {
-
-// FIPS 180-4 section 4.2.2: the first 32 bits of the fractional parts of the cube
-// roots of the first 64 primes.
-constexpr std::array<uint32_t, 64> kK = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-constexpr uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-void Block(std::array<uint32_t, 8>& h, const uint8_t* p) {
-  std::array<uint32_t, 64> w{};
-  for (size_t t = 0; t < 16; ++t) {
-    const uint8_t* q = p + 4 * t;
-    w[t] = (uint32_t{q[0]} << 24) | (uint32_t{q[1]} << 16) | (uint32_t{q[2]} << 8) | uint32_t{q[3]};
-  }
-  for (size_t t = 16; t < 64; ++t) {
-    const uint32_t s0 = Rotr(w[t - 15], 7) ^ Rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
-    const uint32_t s1 = Rotr(w[t - 2], 17) ^ Rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
-    w[t] = w[t - 16] + s0 + w[t - 7] + s1;
-  }
-  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-  for (size_t t = 0; t < 64; ++t) {
-    const uint32_t t1 =
-        k + (Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25)) + ((e & f) ^ (~e & g)) + kK[t] + w[t];
-    const uint32_t t2 = (Rotr(a, 2) ^ Rotr(a, 13) ^ Rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    k = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  h[0] += a;
-  h[1] += b;
-  h[2] += c;
-  h[3] += d;
-  h[4] += e;
-  h[5] += f;
-  h[6] += g;
-  h[7] += k;
-}
-
-}  // namespace
 
 std::array<uint8_t, 32> Sha256(std::string_view data) {
-  // FIPS 180-4 section 5.3.3: the initial hash value.
-  std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  const auto* p = reinterpret_cast<const uint8_t*>(data.data());
-  size_t n = data.size();
-  const uint64_t bits = static_cast<uint64_t>(n) * 8;
-  for (; n >= 64; n -= 64, p += 64) Block(h, p);
-  // Section 5.1.1: a 1 bit, zeros, then the message length in bits (big-endian).
-  std::array<uint8_t, 128> tail{};
-  std::copy(p, p + n, tail.begin());
-  tail[n] = 0x80;
-  const size_t len = n + 1 + 8 <= 64 ? 64 : 128;
-  for (int i = 0; i < 8; ++i) tail[len - 1 - i] = static_cast<uint8_t>(bits >> (8 * i));
-  for (size_t off = 0; off < len; off += 64) Block(h, tail.data() + off);
   std::array<uint8_t, 32> out{};
-  for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<uint8_t>(h[i] >> (24 - 8 * j));
-  }
+  unsigned int n = 0;
+  // EVP_Digest fails only when out of memory or without a SHA-256 provider; the
+  // digest then stays zero and the browser refuses the stylesheet: visible, not silent.
+  EVP_Digest(data.data(), data.size(), out.data(), &n, EVP_sha256(), nullptr);
   return out;
 }
 
 std::string Base64(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t rest = bytes.size() - i;
-    uint32_t v = uint32_t{static_cast<uint8_t>(bytes[i])} << 16;
-    if (rest > 1) v |= uint32_t{static_cast<uint8_t>(bytes[i + 1])} << 8;
-    if (rest > 2) v |= static_cast<uint8_t>(bytes[i + 2]);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += rest > 1 ? kAlphabet[(v >> 6) & 63] : '=';
-    out += rest > 2 ? kAlphabet[v & 63] : '=';
-  }
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');  // + the NUL it writes
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return out;
 }
 
 std::string CspHashSource(std::string_view data) {
-  const std::array<uint8_t, 32> d = Sha256(data);
-  return "sha256-" + Base64(std::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
+  const std::array<uint8_t, 32> digest = Sha256(data);
+  return "sha256-" +
+         Base64(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
 }  // namespace ttft::report
