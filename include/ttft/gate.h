@@ -42,11 +42,13 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ttft/core.h"
 #include "ttft/dataset.h"
 #include "ttft/stats.h"
+#include "ttft/window_stats.h"
 
 namespace ttft {
 
@@ -130,36 +132,42 @@ struct GateHistogram {
   bool empty() const { return count <= 0; }
 };
 
-// One side of the comparison.
+// One side of the comparison: its window statistics and the samples the statistical
+// tests need. ArmFromSpans and ArmFromMetrics are the one place both are extracted,
+// with the same definitions (ttft/window_stats.h), so the samples agree with the
+// figures: the mean of `preemptions` is stats.preemptions_per_request, the type-7
+// p99 of `ttft_s` is stats.ttft_s.p99, and so on.
 struct GateArm {
   bool from_metrics = false;
   std::string model;  // the arm's model label ("" when unknown or mixed)
-  // Spans: one value per request. Latencies over ok requests.
+  // The point figures: every baseline and canary value the gate prints or compares
+  // (quantiles, hit rate, error rate, preemptions per request, sample counts) is read
+  // here, the figures `ttft stats` and `ttft diagnose` print for the same window.
+  WindowStats stats;
+  // Spans: one value per request, as WindowStats defines them. Latencies over ok
+  // requests with the value known.
   std::vector<double> ttft_s, queue_s, itl_s;
   std::vector<double> ttft_arrival_s;     // parallel to ttft_s
   std::vector<double> queue_arrival_s;    // parallel to queue_s
   std::vector<double> request_arrival_s;  // every request, sorted
-  std::vector<double> cached_tokens;      // ok requests with prompt tokens known
+  std::vector<double> cached_tokens;      // ok requests with prompt and cached tokens known
   std::vector<double> prompt_tokens;      // parallel to cached_tokens
-  std::vector<double> preemptions;        // per ok request
+  std::vector<double> preemptions;        // every request with the count known
   std::vector<double> error_arrival_s;    // arrivals of failed requests, sorted
-  int64_t requests = 0, errors = 0;
-  // Metrics: histogram deltas and counter increases over the window.
+  // Metrics: the histograms' increase over the window (the bucket test's counts).
   GateHistogram ttft_hist, queue_hist, itl_hist;
-  double hit_tokens = kMissing, query_tokens = kMissing;  // prefix cache counters
-  double preemption_count = kMissing;
-  // Metrics: finished requests by reason; errors are finished_reason "abort" or
-  // "error". NaN without the counter.
-  double finished_requests = kMissing, finished_errors = kMissing;
 };
 
-// The arm of `rows` of `table` (ok requests' values; errors counted). `model` is set
-// when every row has the same model label.
+// The arm of `rows` of `table` (the samples, and ComputeWindowStats with
+// StatsDetail::kFull over [first arrival, last arrival]). `model` is set when every row
+// has the same model label.
 GateArm ArmFromSpans(const SpanTable& table, std::span<const uint32_t> rows);
 
 // The arm of the metric snapshots' increase over their window, keeping only the
-// series whose labels match every (name, value) of `match` (empty: all). Errors:
-// fewer than 2 snapshots, or no TTFT histogram series matching (NotFound).
+// series whose labels match every (name, value) of `match` (empty: all): the
+// histograms, and WindowStatsFromMetrics over the same series. Errors: fewer than 2
+// snapshots (InvalidArgument), no TTFT histogram series matching (NotFound), matching
+// series with different bucket bounds (InvalidArgument).
 Result<GateArm> ArmFromMetrics(std::span<const MetricSnapshot> snapshots,
                                std::span<const std::pair<std::string, std::string>> match);
 
