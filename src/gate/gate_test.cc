@@ -469,7 +469,7 @@ GateVerdict RunLooks(uint64_t seed, double scale, int looks, int n_per_look, int
   GateResult r;
   for (int look = 1; look <= looks; ++look) {
     // The canary so far: the first look * n_per_look requests (arrivals 0..).
-    const size_t n = static_cast<size_t>(look * n_per_look);
+    const size_t n = static_cast<size_t>(look) * static_cast<size_t>(n_per_look);
     GateArm canary = ArmFromSpans(canary_all, std::span(rows).first(n));
     r = LookSequential(c, baseline, canary, nullptr, look == looks, state);
     if (r.verdict == GateVerdict::kFail) {
