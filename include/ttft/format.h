@@ -80,10 +80,12 @@ std::string Terminal(std::string_view s);
 
 // GitHub-flavoured Markdown inline text (https://github.github.com/gfm/): the result
 // renders as the literal text, inside a paragraph, a list item or a table cell.
-// Backslash-escapes the ASCII punctuation that opens markup: \ ` * [ ] < | ~ & always,
-// _ unless between two alphanumerics (inert there), and at the start (the block
-// markers) # > + - = and a list number's . or ); turns CR, LF and tab into spaces and
-// drops the other control characters and invalid UTF-8. So no heading, list, quote,
+// Backslash-escapes what would open markup, and only that, so the text stays readable:
+// \ ` < | ~ & always; ] before ( [ or : (a link, an image, a reference definition);
+// * unless between two spaces and _ unless between two alphanumerics (emphasis); and
+// at the start, where data may begin a block inside a list item, [ # > and the list
+// markers "- ", "+ ", "--", "12. ", "3) ". CR, LF and tab become spaces; other
+// control characters and invalid UTF-8 are dropped. So no heading, list, quote,
 // link, image, raw HTML, autolink in angle brackets, code span, emphasis, entity or
 // table cell can start from data. (GFM's extended autolinks of bare http(s):// and
 // www. text stay links: they cannot carry javascript:.)

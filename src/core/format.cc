@@ -126,10 +126,11 @@ std::string Markdown(std::string_view s) {
   auto word = [](char ch) {
     return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
   };
+  auto space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; };
   std::string out;
   out.reserve(s.size() + s.size() / 8);
-  bool line_start = true;  // no content yet: the block markers # > + - = count here only
-  size_t digits = 0;       // digits since the start ("12." would open an ordered list)
+  bool line_start = true;  // no content yet: the block markers count here only
+  size_t digits = 0;       // digits since the start ("12. " would open an ordered list)
   for (size_t i = 0; i < s.size();) {
     char32_t cp = 0;
     const size_t len = DecodeUtf8(s, i, &cp);
@@ -138,40 +139,39 @@ std::string Markdown(std::string_view s) {
       continue;
     }
     const std::string_view bytes = s.substr(i, len);
-    const char prev = i > 0 ? s[i - 1] : ' ';
+    // Outside the string, a neighbour counts as punctuation (the strictest case).
+    const char prev = i > 0 ? s[i - 1] : '!';
     i += len;
-    const char next = i < s.size() ? s[i] : ' ';
+    const char next = i < s.size() ? s[i] : '!';
+    const bool marker_end = i == s.size() || space(next);  // "- x", "1. x", "# x"
     if (cp == '\n' || cp == '\r' || cp == '\t') {
       out += ' ';
       continue;
     }
     if (IsControl(cp)) continue;
+    bool esc = false;
     switch (cp) {
       case '\\':
       case '`':
-      case '*':
-      case '[':
-      case ']':
       case '<':
       case '|':
       case '~':
-      case '&': out += '\\'; break;
-      case '_':  // inert between two alphanumerics (CommonMark's flanking rules)
-        if (!word(prev) || !word(next)) out += '\\';
-        break;
+      case '&': esc = true; break;
+      // A link or image needs "](" or "][", a reference definition "]:".
+      case ']': esc = next == '(' || next == '[' || next == ':'; break;
+      case '[': esc = line_start; break;
+      // Emphasis: * between two spaces and _ between two alphanumerics are inert.
+      case '*': esc = !(space(prev) && space(next)); break;
+      case '_': esc = !(word(prev) && word(next)); break;
       case '#':
-      case '>':
-      case '+':
-      case '-':
-      case '=':
-        if (line_start) out += '\\';
-        break;
+      case '>': esc = line_start; break;
+      case '+': esc = line_start && marker_end; break;
+      case '-': esc = line_start && (marker_end || next == '-'); break;
       case '.':
-      case ')':
-        if (line_start && digits > 0) out += '\\';
-        break;
+      case ')': esc = line_start && digits > 0 && marker_end; break;
       default: break;
     }
+    if (esc) out += '\\';
     out.append(bytes);
     if (cp >= '0' && cp <= '9' && line_start) {
       ++digits;

@@ -42,23 +42,28 @@ TEST(EscapeMarkdown, NoMarkupCanStartFromData) {
   EXPECT_EQ(Markdown("acme-rag app@v2 p99 1.2 s -> 3 s (x2.50)"),
             "acme-rag app@v2 p99 1.2 s -> 3 s (x2.50)");
   EXPECT_EQ(Markdown("vllm:prefix_cache_hits"), "vllm:prefix_cache_hits");  // inert intraword _
-  EXPECT_EQ(Markdown("_x_ *y*"), "\\_x\\_ \\*y\\*");
+  EXPECT_EQ(Markdown("_x_ *y* a * b"), "\\_x\\_ \\*y\\* a * b");
   EXPECT_EQ(Markdown("a\n# Owned"), "a # Owned");  // no new line, so no heading
   EXPECT_EQ(Markdown("# Owned"), "\\# Owned");     // nor at the start of a list item
   EXPECT_EQ(Markdown("> q"), "\\> q");
   EXPECT_EQ(Markdown("- x"), "\\- x");
   EXPECT_EQ(Markdown("+ x"), "\\+ x");
-  EXPECT_EQ(Markdown("==="), "\\===");
+  EXPECT_EQ(Markdown("---"), "\\---");
+  EXPECT_EQ(Markdown("-1.5 and 5.97 rps"), "-1.5 and 5.97 rps");
+  EXPECT_EQ(Markdown("[60,300) s CI [3.03, 3.83]"), "\\[60,300) s CI [3.03, 3.83]");
+  EXPECT_EQ(Markdown("[x]: javascript:alert(1)"), "\\[x\\]: javascript:alert(1)");
+  EXPECT_EQ(Markdown("a [x][y] [z][]"), "a [x\\][y] [z\\][]");
   EXPECT_EQ(Markdown("12. x"), "12\\. x");
   EXPECT_EQ(Markdown("1) x"), "1\\) x");
   EXPECT_EQ(Markdown("a - b # c 1. d"), "a - b # c 1. d");
   EXPECT_EQ(Markdown("<script>alert(1)</script>"), "\\<script>alert(1)\\</script>");
   EXPECT_EQ(Markdown("[x](javascript:alert(1))"), "\\[x\\](javascript:alert(1))");
-  EXPECT_EQ(Markdown("![i](http://h/i.png)"), "!\\[i\\](http://h/i.png)");
+  EXPECT_EQ(Markdown("a [x](javascript:alert(1))"), "a [x\\](javascript:alert(1))");
+  EXPECT_EQ(Markdown("a ![i](http://h/i.png)"), "a ![i\\](http://h/i.png)");
   EXPECT_EQ(Markdown("<javascript:alert(1)>"), "\\<javascript:alert(1)>");
   EXPECT_EQ(Markdown("`code` a|b ~~s~~ &lt;"), "\\`code\\` a\\|b \\~\\~s\\~\\~ \\&lt;");
   EXPECT_EQ(Markdown("back\\slash"), "back\\\\slash");
-  EXPECT_EQ(Markdown("a\r\n\tb\x1b[31m\x07"), "a   b\\[31m");
+  EXPECT_EQ(Markdown("a\r\n\tb\x1b[31m\x07"), "a   b[31m");
   EXPECT_EQ(Markdown("caf\xc3\xa9\xff"), "caf\xc3\xa9");
 }
 

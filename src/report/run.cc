@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "ttft/format.h"
 #include "ttft/pipeline.h"
 #include "ttft/report.h"
 
@@ -127,12 +128,14 @@ nlohmann::json DrillJson(const Drill& d) {
 std::string RenderDrillText(const Drill& d, bool colour) {
   const ScenarioRun& run = d.run;
   const AnalysisWindows& win = run.windows;
-  std::string out = fmt::format("ttft drill: {}\n", d.scenario);
-  if (!d.description.empty()) out += d.description + "\n";
-  out += fmt::format("\n{} requests simulated over {:.0f} s on {} replicas ({}, seed {}).\n",
-                     run.result.requests, d.duration_s, d.replicas, d.model, d.seed);
+  std::string out = fmt::format("ttft drill: {}\n", escape::Terminal(d.scenario));
+  if (!d.description.empty()) out += escape::Terminal(d.description) + "\n";
+  out +=
+      fmt::format("\n{} requests simulated over {:.0f} s on {} replicas ({}, seed {}).\n",
+                  run.result.requests, d.duration_s, d.replicas, escape::Terminal(d.model), d.seed);
   for (const AppliedEvent& e : run.result.events) {
-    out += fmt::format("  t={:.0f} s  {}  {}  {}\n", e.at_s, ToString(e.kind), e.target, e.detail);
+    out += fmt::format("  t={:.0f} s  {}  {}  {}\n", e.at_s, ToString(e.kind),
+                       escape::Terminal(e.target), escape::Terminal(e.detail));
   }
   out += fmt::format(
       "\nSymptoms, {:.0f} s before versus {:.0f} s after the change at "
@@ -142,12 +145,14 @@ std::string RenderDrillText(const Drill& d, bool colour) {
   out += RenderSymptomTable(run.baseline, run.incident, colour);
   out += "\nThe seed's signature:\n";
   for (const SignatureCheck& c : d.signature) {
-    out += fmt::format("  [{}] {:<34} {}\n", c.pass ? "ok" : "--", c.what, c.observed);
+    out += fmt::format("  [{}] {:<34} {}\n", c.pass ? "ok" : "--", escape::Terminal(c.what),
+                       escape::Terminal(c.observed));
   }
   out += fmt::format(
       "\nCost check ({} {} on {} x{}): prefill 1,000 uncached tokens after a 5,000-token "
       "cached prefix {:.3f} s (seed ~0.07 s); 6,000 uncached {:.3f} s (seed ~0.42 s).\n",
-      d.model, d.dtype, d.gpu, d.tp, d.prefill_1000_after_5000_cached_s, d.prefill_6000_uncached_s);
+      escape::Terminal(d.model), escape::Terminal(d.dtype), escape::Terminal(d.gpu), d.tp,
+      d.prefill_1000_after_5000_cached_s, d.prefill_6000_uncached_s);
   out += "\n== Diagnosis (ttft diagnose) ==\n\n" + RenderText(*run.diagnosis, colour);
   return out;
 }

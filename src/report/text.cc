@@ -1,4 +1,6 @@
-// The terminal text renderer of a DiagnosisReport (ttft/report.h).
+// The terminal text renderer of a DiagnosisReport (ttft/report.h). Every string of the
+// report passes through escape::Terminal (ttft/format.h): labels, event fields and
+// file names come from data, and must not reach the terminal as control sequences.
 #include <fmt/format.h>
 
 #include <string>
@@ -10,6 +12,10 @@
 namespace ttft {
 
 using numfmt::Pct;
+
+namespace {
+std::string Safe(std::string_view s) { return escape::Terminal(s); }
+}  // namespace
 using report::Sentence;
 using report::Symptoms;
 using report::SymRow;
@@ -23,13 +29,13 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   std::string o;
   const bool reg = r.verdict == Verdict::kRegression;
   o += fmt::format("{}Verdict: {}{}{}\n  {}\n", bold, reg ? red : green, ToString(r.verdict), reset,
-                   r.verdict_reason);
+                   Safe(r.verdict_reason));
   if (reg) {
     o += fmt::format("\n{}1. Mitigate now{}\n", bold, reset);
     bool any = false;
     for (const Action& a : r.actions) {
       if (a.kind != "mitigate") continue;
-      o += fmt::format("  - {} [{}]\n", a.text, a.owner);
+      o += fmt::format("  - {} [{}]\n", Safe(a.text), Safe(a.owner));
       any = true;
     }
     if (!any) o += "  - no change near the onset is known; see the top hypothesis' fix below\n";
@@ -37,7 +43,8 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   o += fmt::format("\n{}2. Symptoms{}\n", bold, reset);
   o += fmt::format("  {:<24}{:>16}{:>16}{:>10}\n", "", "baseline", "incident", "change");
   for (const SymRow& s : Symptoms(r)) {
-    o += fmt::format("  {:<24}{:>16}{:>16}{:>10}\n", s.name, s.before, s.after, s.change);
+    o += fmt::format("  {:<24}{:>16}{:>16}{:>10}\n", Safe(s.name), Safe(s.before), Safe(s.after),
+                     Safe(s.change));
   }
   const Decomposition& d = r.decomposition;
   o += fmt::format("\n{}3. Decomposition{} (TTFT = front end + queue + prefill; p50 / p90 / p99)\n",
@@ -60,12 +67,12 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   for (const Hypothesis& h : r.hypotheses) {
     ++i;
     if (i > 3 && h.confidence < 0.05) continue;
-    o += fmt::format("  {}{}. {} ({:.2f}){} {}\n", i == 1 ? bold : "", i, h.id, h.confidence, reset,
-                     h.title);
+    o += fmt::format("  {}{}. {} ({:.2f}){} {}\n", i == 1 ? bold : "", i, Safe(h.id), h.confidence,
+                     reset, Safe(h.title));
     if (i <= 3) {
-      for (const EvidenceLine& e : h.evidence) o += fmt::format("       - {}\n", e.sentence);
-      o += fmt::format("       splitting metric: {}\n       next check: {}\n", h.splitting_metric,
-                       h.next_check);
+      for (const EvidenceLine& e : h.evidence) o += fmt::format("       - {}\n", Safe(e.sentence));
+      o += fmt::format("       splitting metric: {}\n       next check: {}\n",
+                       Safe(h.splitting_metric), Safe(h.next_check));
     }
   }
   o += fmt::format("\n{}5. Where it lives{}\n", bold, reset);
@@ -74,20 +81,20 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   } else if (r.contributions.empty()) {
     o += "  no single group holds most of the tail increase\n";
   }
-  for (const Contribution& c : r.contributions) o += fmt::format("  - {}\n", Sentence(c));
-  for (const LabelChange& c : r.label_changes) o += fmt::format("  - {}\n", ToString(c));
+  for (const Contribution& c : r.contributions) o += fmt::format("  - {}\n", Safe(Sentence(c)));
+  for (const LabelChange& c : r.label_changes) o += fmt::format("  - {}\n", Safe(ToString(c)));
   o += fmt::format("\n{}6. Why the magnitude fits{}\n", bold, reset);
-  o += fmt::format("  {}\n", r.magnitude.available ? r.magnitude.sentence : "not estimated");
+  o += fmt::format("  {}\n", r.magnitude.available ? Safe(r.magnitude.sentence) : "not estimated");
   o += fmt::format("\n{}7. Fix and prevention{}\n", bold, reset);
   if (r.actions.empty()) o += "  nothing to fix: no regression\n";
   for (const Action& a : r.actions) {
     if (a.kind == "mitigate") continue;
-    o += fmt::format("  - {}: {}{}\n", a.kind, a.text,
-                     a.owner.empty() ? "" : fmt::format(" [owner: {}]", a.owner));
+    o += fmt::format("  - {}: {}{}\n", Safe(a.kind), Safe(a.text),
+                     a.owner.empty() ? "" : fmt::format(" [owner: {}]", Safe(a.owner)));
   }
   if (!r.fidelity_notes.empty()) {
     o += fmt::format("\n{}Checks not run / limits{}\n", bold, reset);
-    for (const std::string& n : r.fidelity_notes) o += fmt::format("  - {}\n", n);
+    for (const std::string& n : r.fidelity_notes) o += fmt::format("  - {}\n", Safe(n));
   }
   return o;
 }
