@@ -13,7 +13,6 @@
 namespace ttft {
 
 using escape::Markdown;
-using numfmt::Pct;
 using report::Sentence;
 using report::Symptoms;
 using report::SymRow;
@@ -50,12 +49,14 @@ std::string RenderMarkdown(const DiagnosisReport& r) {
   o += "\n## 3. Decomposition\n\nTTFT = front end + queue + prefill, p50 / p90 / p99.\n\n";
   o += "| term | baseline | incident | share of the tail increase |\n|---|---|---|---|\n";
   o += fmt::format("| TTFT | {} | {} | |\n", Terms(d.before_ttft), Terms(d.after_ttft));
+  const report::TermShares sh = report::Shares(r);
   o += fmt::format("| front end | {} | {} | {} |\n", Terms(d.before_front_end),
-                   Terms(d.after_front_end), Pct(d.share_front_end));
+                   Terms(d.after_front_end), Markdown(sh.front_end));
   o += fmt::format("| queue | {} | {} | {} |\n", Terms(d.before_queue), Terms(d.after_queue),
-                   Pct(d.share_queue));
+                   Markdown(sh.queue));
   o += fmt::format("| prefill | {} | {} | {} |\n", Terms(d.before_prefill), Terms(d.after_prefill),
-                   Pct(d.share_prefill));
+                   Markdown(sh.prefill));
+  if (!report::StatesShares(r)) o += fmt::format("\n{}.\n", Markdown(report::SharesWithheld(r)));
   o += "\n## 4. Ranked hypotheses\n\n";
   if (!r.hypotheses_assessed) {
     o += "Not assessable: too few requests for a p99 (see the verdict); no cause is ranked.\n";
@@ -73,7 +74,8 @@ std::string RenderMarkdown(const DiagnosisReport& r) {
     }
   }
   o += "\n## 5. Where it lives\n\n";
-  for (const Contribution& c : r.contributions) o += fmt::format("- {}\n", Markdown(Sentence(c)));
+  for (const Contribution& c : r.contributions)
+    o += fmt::format("- {}\n", Markdown(Sentence(r, c)));
   for (const LabelChange& c : r.label_changes) o += fmt::format("- {}\n", Markdown(ToString(c)));
   if (!r.hypotheses_assessed) {
     o += "- Not assessed: too few requests to credit any group with a tail increase.\n";

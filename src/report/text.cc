@@ -11,8 +11,6 @@
 
 namespace ttft {
 
-using numfmt::Pct;
-
 namespace {
 std::string Safe(std::string_view s) { return escape::Terminal(s); }
 }  // namespace
@@ -56,9 +54,20 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   o += fmt::format("  {:<10}{:>30}{:>30}\n", "queue", Terms(d.before_queue), Terms(d.after_queue));
   o += fmt::format("  {:<10}{:>30}{:>30}\n", "prefill", Terms(d.before_prefill),
                    Terms(d.after_prefill));
-  o += fmt::format("  Among the slowest 1%: queue {} of the increase, prefill {}, front end {}{}\n",
-                   Pct(d.share_queue), Pct(d.share_prefill), Pct(d.share_front_end),
-                   d.dominant.empty() ? "" : fmt::format(" -> the {} moved the tail", d.dominant));
+  if (report::StatesShares(r)) {
+    const report::ShareWords q =
+        report::ShareParts(d.share_queue, d.tail_after_queue - d.tail_before_queue);
+    const report::ShareWords p =
+        report::ShareParts(d.share_prefill, d.tail_after_prefill - d.tail_before_prefill);
+    const report::ShareWords f =
+        report::ShareParts(d.share_front_end, d.tail_after_front_end - d.tail_before_front_end);
+    o += fmt::format(
+        "  Among the slowest 1%: queue {} of the increase{}, prefill {}{}, front end {}{}{}\n",
+        q.share, q.note, p.share, p.note, f.share, f.note,
+        d.dominant.empty() ? "" : fmt::format(" -> the {} moved the tail", d.dominant));
+  } else {
+    o += fmt::format("  Among the slowest 1%: {}\n", report::SharesWithheld(r));
+  }
   o += fmt::format("\n{}4. Ranked hypotheses{}\n", bold, reset);
   if (!r.hypotheses_assessed) {
     o += "  not assessable: too few requests for a p99 (see the verdict); no cause is ranked\n";
@@ -81,7 +90,7 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   } else if (r.contributions.empty()) {
     o += "  no single group holds most of the tail increase\n";
   }
-  for (const Contribution& c : r.contributions) o += fmt::format("  - {}\n", Safe(Sentence(c)));
+  for (const Contribution& c : r.contributions) o += fmt::format("  - {}\n", Safe(Sentence(r, c)));
   for (const LabelChange& c : r.label_changes) o += fmt::format("  - {}\n", Safe(ToString(c)));
   o += fmt::format("\n{}6. Why the magnitude fits{}\n", bold, reset);
   o += fmt::format("  {}\n", r.magnitude.available ? Safe(r.magnitude.sentence) : "not estimated");
