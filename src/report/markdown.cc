@@ -4,6 +4,7 @@
 // sentences quote them, so none may open markup in GitHub-flavoured Markdown.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <string>
 
 #include "report/tables.h"
@@ -86,7 +87,11 @@ std::string RenderMarkdown(const DiagnosisReport& r) {
   o += (r.magnitude.available ? Markdown(r.magnitude.sentence) : std::string("Not estimated.")) +
        "\n";
   o += "\n## 7. Fix and prevention\n\n";
-  if (r.actions.empty()) o += "Nothing to fix: no regression.\n";
+  if (r.actions.empty()) {
+    std::string nothing = report::NothingToFix(r);
+    nothing[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(nothing[0])));
+    o += nothing + ".\n";
+  }
   for (const Action& a : r.actions) {
     if (a.kind == "mitigate") continue;
     o += fmt::format("- **{}**: {}{}\n", Markdown(a.kind), Markdown(a.text),

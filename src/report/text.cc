@@ -95,7 +95,7 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   o += fmt::format("\n{}6. Why the magnitude fits{}\n", bold, reset);
   o += fmt::format("  {}\n", r.magnitude.available ? Safe(r.magnitude.sentence) : "not estimated");
   o += fmt::format("\n{}7. Fix and prevention{}\n", bold, reset);
-  if (r.actions.empty()) o += "  nothing to fix: no regression\n";
+  if (r.actions.empty()) o += fmt::format("  {}\n", report::NothingToFix(r));
   for (const Action& a : r.actions) {
     if (a.kind == "mitigate") continue;
     o += fmt::format("  - {}: {}{}\n", Safe(a.kind), Safe(a.text),
