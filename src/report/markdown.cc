@@ -14,7 +14,6 @@
 namespace ttft {
 
 using escape::Markdown;
-using report::Sentence;
 using report::Symptoms;
 using report::SymRow;
 using report::Terms;
@@ -75,9 +74,9 @@ std::string RenderMarkdown(const DiagnosisReport& r) {
     }
   }
   o += "\n## 5. Where it lives\n\n";
-  for (const Contribution& c : r.contributions)
-    o += fmt::format("- {}\n", Markdown(Sentence(r, c)));
-  for (const LabelChange& c : r.label_changes) o += fmt::format("- {}\n", Markdown(ToString(c)));
+  for (const std::string& line : report::WhereItLives(r)) {
+    o += fmt::format("- {}\n", Markdown(line));
+  }
   if (!r.hypotheses_assessed) {
     o += "- Not assessed: too few requests to credit any group with a tail increase.\n";
   } else if (r.contributions.empty() && r.label_changes.empty()) {

@@ -93,11 +93,31 @@ TermShares Shares(const DiagnosisReport& r) {
           ShareText(d.share_prefill, d.tail_after_prefill - d.tail_before_prefill)};
 }
 
+namespace {
+
+// A contribution of a label value new in the incident (no baseline figures).
+bool IsNew(const DiagnosisReport& r, const Contribution& c) {
+  if (std::isfinite(c.ttft_p99_before_s)) return false;
+  for (const LabelChange& l : r.label_changes) {
+    if (l.kind == LabelChange::Kind::kNew && l.dimension == c.dimension && l.value == c.value) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string Sentence(const DiagnosisReport& r, const Contribution& c) {
   std::string s =
-      fmt::format("{} {}: hit rate {} to {}, p99 TTFT {} to {}, {} of the requests", c.dimension,
-                  c.value, Pct(c.hit_rate_before), Pct(c.hit_rate_after), Secs(c.ttft_p99_before_s),
-                  Secs(c.ttft_p99_after_s), Pct(c.share_of_requests));
+      IsNew(r, c)
+          ? fmt::format("{} {} (new in the incident): hit rate {}, p99 TTFT {}, {} of the requests",
+                        c.dimension, c.value, Pct(c.hit_rate_after), Secs(c.ttft_p99_after_s),
+                        Pct(c.share_of_requests))
+          : fmt::format("{} {}: hit rate {} to {}, p99 TTFT {} to {}, {} of the requests",
+                        c.dimension, c.value, Pct(c.hit_rate_before), Pct(c.hit_rate_after),
+                        Secs(c.ttft_p99_before_s), Secs(c.ttft_p99_after_s),
+                        Pct(c.share_of_requests));
   if (StatesShares(r)) {
     s += fmt::format(", {} of the p99 increase", ShareText(c.share_of_increase, kMissing));
   }
@@ -110,8 +130,8 @@ std::vector<std::string> WhereItLives(const DiagnosisReport& r) {
   for (const LabelChange& l : r.label_changes) {
     bool named = false;
     for (const Contribution& c : r.contributions) {
-      named = named || (l.kind == LabelChange::Kind::kNew && l.dimension == c.dimension &&
-                        l.value == c.value && !std::isfinite(c.ttft_p99_before_s));
+      named = named || (IsNew(r, c) && l.kind == LabelChange::Kind::kNew &&
+                        l.dimension == c.dimension && l.value == c.value);
     }
     if (!named) out.push_back(ToString(l));
   }

@@ -28,7 +28,8 @@ std::string Terms(const TermQuantiles& t);
 
 // "tenant acme: hit rate 81% to 3%, p99 TTFT 420 ms to 2.10 s, 25% of the requests,
 // 92% of the p99 increase". The share of the increase only when the report states
-// shares (StatesShares); a group new in the incident reads "(new in the incident)".
+// shares (StatesShares); a label value new in the incident (a LabelChange) reads
+// "template app@v2 (new in the incident): hit rate 0%, p99 TTFT 12.07 s, ...".
 std::string Sentence(const DiagnosisReport& r, const Contribution& c);
 
 // Whether the report states shares of the tail increase: only a regression has a

@@ -14,7 +14,6 @@ namespace ttft {
 namespace {
 std::string Safe(std::string_view s) { return escape::Terminal(s); }
 }  // namespace
-using report::Sentence;
 using report::Symptoms;
 using report::SymRow;
 using report::Terms;
@@ -90,8 +89,7 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   } else if (r.contributions.empty()) {
     o += "  no single group holds most of the tail increase\n";
   }
-  for (const Contribution& c : r.contributions) o += fmt::format("  - {}\n", Safe(Sentence(r, c)));
-  for (const LabelChange& c : r.label_changes) o += fmt::format("  - {}\n", Safe(ToString(c)));
+  for (const std::string& line : report::WhereItLives(r)) o += fmt::format("  - {}\n", Safe(line));
   o += fmt::format("\n{}6. Why the magnitude fits{}\n", bold, reset);
   o += fmt::format("  {}\n", r.magnitude.available ? Safe(r.magnitude.sentence) : "not estimated");
   o += fmt::format("\n{}7. Fix and prevention{}\n", bold, reset);
