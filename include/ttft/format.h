@@ -56,6 +56,10 @@ inline std::string Pct1(double v) {
 }
 // A count or token figure, rounded ("3120").
 inline std::string Num(double v) { return std::isfinite(v) ? fmt::format("{:.0f}", v) : "n/a"; }
+// A fixed-point figure ("0.125" for Fixed(0.125, 3)); "n/a" when not finite (never "nan").
+inline std::string Fixed(double v, int decimals) {
+  return std::isfinite(v) ? fmt::format("{:.{}f}", v, decimals) : "n/a";
+}
 // A change ratio ("x1.71").
 inline std::string X(double ratio) {
   return std::isfinite(ratio) ? fmt::format("x{:.2f}", ratio) : "n/a";
@@ -63,9 +67,10 @@ inline std::string X(double ratio) {
 
 // A window [from_s, to_s): seconds as "[60,300) s", or, when both ends are Unix epoch
 // seconds (from 2001-09-09, 1e9 s, on), RFC 3339 UTC clock times
-// "[2026-10-03T08:23:38Z, 2026-10-03T08:48:38Z)". "n/a" for a non-finite end.
+// "[2026-10-02T17:03:38Z, 2026-10-03T08:48:38Z)", the end as a time of day when on the
+// same day ("[2026-10-02T17:03:38Z, 17:33:38Z)"). "n/a" for a non-finite end.
 std::string Window(double from_s, double to_s);
-// A time point: "t=300 s", or "2026-10-03T08:23:38Z" for an epoch time (as Window).
+// A time point: "t=300 s", or "2026-10-02T17:03:38Z" for an epoch time (as Window).
 std::string TimePoint(double t_s);
 
 }  // namespace ttft::numfmt

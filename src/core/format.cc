@@ -36,7 +36,10 @@ std::string Rfc3339(double t_s) {
 std::string Window(double from_s, double to_s) {
   if (!std::isfinite(from_s) || !std::isfinite(to_s)) return "n/a";
   if (IsEpoch(from_s) && IsEpoch(to_s)) {
-    return fmt::format("[{}, {})", Rfc3339(from_s), Rfc3339(to_s));
+    const std::string a = Rfc3339(from_s), b = Rfc3339(to_s);
+    // The same day: the end as a time of day ("[2026-10-02T17:03:37Z, 17:33:37Z)").
+    if (a.compare(0, 11, b, 0, 11) == 0) return fmt::format("[{}, {})", a, b.substr(11));
+    return fmt::format("[{}, {})", a, b);
   }
   return fmt::format("[{:.0f},{:.0f}) s", from_s, to_s);
 }

@@ -141,9 +141,9 @@ TEST(EscapeCsv, NumbersInTheirShortestForm) {
 
 TEST(NumFmt, WindowsOfEpochInputsAreClockTimes) {
   EXPECT_EQ(numfmt::Window(60, 300), "[60,300) s");
-  EXPECT_EQ(numfmt::Window(1790960618, 1790962418), "[2026-10-02T17:03:38Z, 2026-10-02T17:33:38Z)");
-  EXPECT_EQ(numfmt::Window(1790960618.25, 1790962418),
-            "[2026-10-02T17:03:38.250Z, 2026-10-02T17:33:38Z)");
+  EXPECT_EQ(numfmt::Window(1790960618, 1790962418), "[2026-10-02T17:03:38Z, 17:33:38Z)");
+  EXPECT_EQ(numfmt::Window(1790960618.25, 1790962418), "[2026-10-02T17:03:38.250Z, 17:33:38Z)");
+  EXPECT_EQ(numfmt::Window(1790960618, 1791047018), "[2026-10-02T17:03:38Z, 2026-10-03T17:03:38Z)");
   EXPECT_EQ(numfmt::Window(NAN, 1), "n/a");
   EXPECT_EQ(numfmt::TimePoint(1800), "t=1800 s");
   EXPECT_EQ(numfmt::TimePoint(1790960618), "2026-10-02T17:03:38Z");

@@ -99,8 +99,8 @@ std::string RenderMarkdown(const DiagnosisReport& r) {
   if (!r.annotations.empty()) {
     o += "\n## Timeline of changes\n\n";
     for (const Annotation& a : r.annotations) {
-      o += fmt::format("- t={:.0f} s: {} {} {}\n", a.at_s, Markdown(a.kind), Markdown(a.target),
-                       Markdown(a.detail));
+      o += fmt::format("- {}: {} {} {}\n", numfmt::TimePoint(a.at_s), Markdown(a.kind),
+                       Markdown(a.target), Markdown(a.detail));
     }
   }
   if (!r.fidelity_notes.empty()) {

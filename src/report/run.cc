@@ -40,8 +40,7 @@ std::string RenderSymptomTable(const WindowStats& a, const WindowStats& b, bool 
   auto big = [](double x, double y, double factor) {
     return std::isfinite(x) && std::isfinite(y) && x > 0 && y / x >= factor;
   };
-  row("window", fmt::format("[{:.0f},{:.0f}) s", a.from_s, a.to_s),
-      fmt::format("[{:.0f},{:.0f}) s", b.from_s, b.to_s), "", false);
+  row("window", numfmt::Window(a.from_s, a.to_s), numfmt::Window(b.from_s, b.to_s), "", false);
   row("requests", Count(static_cast<double>(a.requests)), Count(static_cast<double>(b.requests)),
       Ratio(static_cast<double>(a.requests), static_cast<double>(b.requests)), false);
   row("p50 TTFT", Secs(a.ttft_s.p50), Secs(b.ttft_s.p50), Ratio(a.ttft_s.p50, b.ttft_s.p50),
@@ -72,9 +71,9 @@ std::string RenderSymptomColumn(const WindowStats& w) {
   auto row = [&](const char* name, const std::string& v) {
     out += fmt::format("{:<24}{:>16}\n", name, v);
   };
-  row("window", fmt::format("[{:.0f},{:.0f}) s", w.from_s, w.to_s));
+  row("window", numfmt::Window(w.from_s, w.to_s));
   row("requests", Count(static_cast<double>(w.requests)));
-  row("request rate", fmt::format("{:.2f}/s", w.request_rate_rps));
+  row("request rate", numfmt::Fixed(w.request_rate_rps, 2) + "/s");
   row("p50 TTFT", Secs(w.ttft_s.p50));
   row("p90 TTFT", Secs(w.ttft_s.p90));
   row("p99 TTFT", Secs(w.ttft_s.p99));
@@ -134,14 +133,14 @@ std::string RenderDrillText(const Drill& d, bool colour) {
       fmt::format("\n{} requests simulated over {:.0f} s on {} replicas ({}, seed {}).\n",
                   run.result.requests, d.duration_s, d.replicas, escape::Terminal(d.model), d.seed);
   for (const AppliedEvent& e : run.result.events) {
-    out += fmt::format("  t={:.0f} s  {}  {}  {}\n", e.at_s, ToString(e.kind),
+    out += fmt::format("  {}  {}  {}  {}\n", numfmt::TimePoint(e.at_s), ToString(e.kind),
                        escape::Terminal(e.target), escape::Terminal(e.detail));
   }
   out += fmt::format(
       "\nSymptoms, {:.0f} s before versus {:.0f} s after the change at "
-      "t={:.0f} s:\n\n",
+      "{}:\n\n",
       win.baseline.to_s - win.baseline.from_s, win.incident.to_s - win.incident.from_s,
-      win.change_at_s);
+      numfmt::TimePoint(win.change_at_s));
   out += RenderSymptomTable(run.baseline, run.incident, colour);
   out += "\nThe seed's signature:\n";
   for (const SignatureCheck& c : d.signature) {

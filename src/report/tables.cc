@@ -17,16 +17,26 @@ using numfmt::Ratio;
 using numfmt::Secs;
 using numfmt::X;
 
+namespace {
+
+// The input may carry no preemption counts (spans without the field, scrapes without
+// vllm:num_preemptions_total): say so rather than print NaN.
+std::string Preemptions(const WindowStats& w) {
+  return std::isfinite(w.preemptions_per_request) ? numfmt::Fixed(w.preemptions_per_request, 3)
+                                                  : "n/a (no data)";
+}
+
+}  // namespace
+
 std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
   const WindowStats& a = r.baseline;
   const WindowStats& b = r.incident;
   return {
-      {"window", fmt::format("[{:.0f},{:.0f}) s", a.from_s, a.to_s),
-       fmt::format("[{:.0f},{:.0f}) s", b.from_s, b.to_s), ""},
+      {"window", numfmt::Window(a.from_s, a.to_s), numfmt::Window(b.from_s, b.to_s), ""},
       {"requests (ok)", fmt::format("{} ({})", a.requests, a.ok),
        fmt::format("{} ({})", b.requests, b.ok), ""},
-      {"request rate", fmt::format("{:.2f} rps", a.request_rate_rps),
-       fmt::format("{:.2f} rps", b.request_rate_rps),
+      {"request rate", numfmt::Fixed(a.request_rate_rps, 2) + " rps",
+       numfmt::Fixed(b.request_rate_rps, 2) + " rps",
        X(Ratio(a.request_rate_rps, b.request_rate_rps))},
       {"p50 TTFT", Secs(a.ttft_s.p50), Secs(b.ttft_s.p50), X(Ratio(a.ttft_s.p50, b.ttft_s.p50))},
       {"p99 TTFT", Secs(a.ttft_s.p99), Secs(b.ttft_s.p99), X(Ratio(a.ttft_s.p99, b.ttft_s.p99))},
@@ -44,8 +54,7 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
        X(Ratio(a.prompt_tokens.p99, b.prompt_tokens.p99))},
       {"output tokens mean", Num(a.output_tokens_mean), Num(b.output_tokens_mean),
        X(Ratio(a.output_tokens_mean, b.output_tokens_mean))},
-      {"preemptions / request", fmt::format("{:.3f}", a.preemptions_per_request),
-       fmt::format("{:.3f}", b.preemptions_per_request), ""},
+      {"preemptions / request", Preemptions(a), Preemptions(b), ""},
   };
 }
 

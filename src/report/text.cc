@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <vector>
 
 #include "report/tables.h"
 #include "ttft/format.h"
@@ -38,8 +39,18 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
     if (!any) o += "  - no change near the onset is known; see the top hypothesis' fix below\n";
   }
   o += fmt::format("\n{}2. Symptoms{}\n", bold, reset);
+  std::vector<SymRow> rows = Symptoms(r);
+  // Clock-time windows (epoch inputs) do not fit the column: stated above the table,
+  // the row gives their lengths.
+  if (!rows.empty() && rows[0].name == "window" &&
+      (rows[0].before.size() > 16 || rows[0].after.size() > 16)) {
+    o += fmt::format("  baseline {}\n  incident {}\n", rows[0].before, rows[0].after);
+    rows[0].name = "window length";
+    rows[0].before = numfmt::Secs(r.baseline.to_s - r.baseline.from_s);
+    rows[0].after = numfmt::Secs(r.incident.to_s - r.incident.from_s);
+  }
   o += fmt::format("  {:<24}{:>16}{:>16}{:>10}\n", "", "baseline", "incident", "change");
-  for (const SymRow& s : Symptoms(r)) {
+  for (const SymRow& s : rows) {
     o += fmt::format("  {:<24}{:>16}{:>16}{:>10}\n", Safe(s.name), Safe(s.before), Safe(s.after),
                      Safe(s.change));
   }
