@@ -74,12 +74,17 @@ std::string RenderMarkdown(const DiagnosisReport& r) {
     }
   }
   o += "\n## 5. Where it lives\n\n";
+  if (r.hypotheses_assessed && !report::StatesShares(r)) {
+    o += r.contributions.empty()
+             ? "No significant tail increase to locate.\n\n"
+             : "No significant tail increase to locate; the groups whose p99 moved most:\n\n";
+  }
   for (const std::string& line : report::WhereItLives(r)) {
     o += fmt::format("- {}\n", Markdown(line));
   }
   if (!r.hypotheses_assessed) {
     o += "- Not assessed: too few requests to credit any group with a tail increase.\n";
-  } else if (r.contributions.empty() && r.label_changes.empty()) {
+  } else if (report::StatesShares(r) && r.contributions.empty() && r.label_changes.empty()) {
     o += "- No single group holds most of the tail increase.\n";
   }
   o += "\n## 6. Why the magnitude fits\n\n";

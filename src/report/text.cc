@@ -97,6 +97,10 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   o += fmt::format("\n{}5. Where it lives{}\n", bold, reset);
   if (!r.hypotheses_assessed) {
     o += "  not assessed: too few requests to credit any group with a tail increase\n";
+  } else if (!report::StatesShares(r)) {
+    o += r.contributions.empty()
+             ? "  no significant tail increase to locate\n"
+             : "  no significant tail increase to locate; the groups whose p99 moved most:\n";
   } else if (r.contributions.empty()) {
     o += "  no single group holds most of the tail increase\n";
   }
