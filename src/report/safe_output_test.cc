@@ -180,7 +180,11 @@ std::string FindOnPath(const std::string& name) {
   if (path == nullptr) return "";
   std::stringstream ss(path);
   for (std::string dir; std::getline(ss, dir, ':');) {
-    if (!dir.empty() && access((dir + "/" + name).c_str(), X_OK) == 0) return dir + "/" + name;
+    if (dir.empty()) continue;
+    std::string p = dir;
+    p += '/';
+    p += name;
+    if (access(p.c_str(), X_OK) == 0) return p;
   }
   return "";
 }
