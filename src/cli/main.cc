@@ -71,7 +71,9 @@ std::string Footer(const std::string& name) {
       {"lint",
        "  ttft lint template.jinja --vars vars.yaml\n"
        "  ttft lint --corpus prompts.jsonl --template template.jinja --min-hit-rate 0.5\n"
-       "  ttft lint template.jinja --vars vars.yaml --format sarif --output lint.sarif\n"},
+       "  ttft lint template.jinja --vars vars.yaml --format sarif --output lint.sarif\n"
+       "  ttft lint examples/seed/app-v1.jinja --diff examples/seed/app-v2.jinja --vars "
+       "examples/seed/vars.yaml --scenario seed-drill --scenario-template app\n"},
   };
   std::string out = "\nExamples:\n";
   const auto it = kExamples.find(name);

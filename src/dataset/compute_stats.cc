@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "ttft/dataset.h"
 #include "ttft/window_stats.h"
@@ -38,9 +40,45 @@ Status SummarizeSpanInputs(std::span<const std::string> paths, const StatsReques
   return Status::Ok();
 }
 
+// A folder argument stands for the files of a simulate folder, as LoadInput reads one:
+// its spans.jsonl, else its metrics/*.prom in name order (or a folder of *.prom
+// scrapes itself); the scrapes are ordered by time later. Any other folder is an error
+// naming it (reading it as a file failed with "Is a directory").
+Result<std::vector<std::string>> ExpandFolders(std::span<const std::string> paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    if (p == "-" || !fs::is_directory(p)) {
+      out.push_back(p);
+      continue;
+    }
+    if (fs::exists(fs::path(p) / "spans.jsonl")) {
+      out.push_back((fs::path(p) / "spans.jsonl").string());
+      continue;
+    }
+    std::vector<std::string> scrapes;
+    std::error_code ec;
+    for (const fs::path& d : {fs::path(p) / "metrics", fs::path(p)}) {
+      if (!scrapes.empty() || !fs::is_directory(d)) continue;
+      for (const auto& e : fs::directory_iterator(d, ec)) {
+        if (e.path().extension() == ".prom") scrapes.push_back(e.path().string());
+      }
+    }
+    if (scrapes.empty()) {
+      return Status::Invalid(
+          fmt::format("{}: a folder without spans.jsonl, metrics/*.prom or *.prom", p));
+    }
+    std::sort(scrapes.begin(), scrapes.end());
+    out.insert(out.end(), scrapes.begin(), scrapes.end());
+  }
+  return out;
+}
+
 }  // namespace
 
-Result<StatsResult> ComputeStats(std::span<const std::string> paths, const StatsRequest& req) {
+Result<StatsResult> ComputeStats(std::span<const std::string> given, const StatsRequest& req) {
+  TTFT_ASSIGN_OR_RETURN(const std::vector<std::string> expanded, ExpandFolders(given));
+  const std::span<const std::string> paths(expanded);
   const bool live = !req.prometheus_url.empty();
   if (!live && paths.empty()) return Status::Invalid("give input files or --prometheus URL");
   if (live && !paths.empty()) {

@@ -1,0 +1,159 @@
+// The bad-input corpus (issue 14): hostile and broken inputs, written here, through
+// every reading command of the real binary. The contract checked for each: the
+// process ends within its time bound, by exit code (never a signal or a timeout), with
+// the expected code; an error names the file; JSON written to standard output parses.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "run_ttft.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using ttft::testing::RunResult;
+using ttft::testing::RunTtft;
+namespace fs = std::filesystem;
+
+class BadInputCorpus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ttft_badcorpus_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& bytes) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p.string();
+  }
+
+  // Runs `args`, bounded by `limit_s`; checks the exit code, that stderr names
+  // `names` (when not empty) and that a JSON stdout parses.
+  void Expect(const std::string& args, int code, const std::string& names, int limit_s = 30) {
+    SCOPED_TRACE(args);
+    RunResult r = RunTtft(args, limit_s);
+    ASSERT_NE(r.exit_code, -1) << "killed by a signal: " << r.err;
+    ASSERT_NE(r.exit_code, 124) << "did not end within " << limit_s << " s";
+    EXPECT_EQ(r.exit_code, code) << r.err;
+    if (!names.empty()) {
+      EXPECT_THAT(r.err, HasSubstr(names));
+    }
+    if (args.find("--format json") != std::string::npos && !r.out.empty()) {
+      EXPECT_FALSE(nlohmann::json::parse(r.out, nullptr, false).is_discarded()) << r.out;
+    }
+  }
+
+  fs::path dir_;
+};
+
+constexpr const char* kScenario = R"(name: t
+duration_s: 60
+scrape_interval_s: 15
+replicas:
+  - {name: r, count: 1}
+defaults: {model: llama-3.1-8b, gpu: h100-sxm, tp: 1}
+templates:
+  - name: a
+    versions:
+      - version: v1
+        segments:
+          - {name: s, kind: static, tokens: 100}
+          - {name: q, kind: per_request, tokens: 50}
+tenants:
+  - {name: x, template: a, version: v1, rate_rps: 2}
+)";
+
+std::string Edit(std::string s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  if (at != std::string::npos) s.replace(at, from.size(), to);
+  return s;
+}
+
+// Values that ran forever, filled the disk or exhausted memory before the limits.
+TEST_F(BadInputCorpus, ScenariosBeyondTheLimitsFailFastNamingFileAndField) {
+  const std::string out = (dir_ / "out").string();
+  struct Case {
+    std::string from, to, names;
+  };
+  const std::vector<Case> cases = {
+      {"duration_s: 60", "duration_s: 1e308", "h.yaml: duration_s"},
+      {"scrape_interval_s: 15", "scrape_interval_s: 1e-6", "h.yaml: scrape_interval_s"},
+      {"tokens: 100}", "tokens: 2e9}", "segments.s.tokens"},
+      {"rate_rps: 2}", "rate_rps: 1e9}", "tenants[0] (x).rate_rps"},
+      {"tokens: 50}", "tokens: {dist: lognormal, mean: 1e12, cv: 1}}", "segments.q.tokens.mean"},
+      {"duration_s: 60", "duration_s: nan", "h.yaml:2: duration_s"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = Write("h.yaml", Edit(kScenario, c.from, c.to));
+    Expect("simulate " + path + " --quiet --out " + out, 2, c.names, 10);
+    EXPECT_FALSE(fs::exists(dir_ / "out" / "summary.json"));
+  }
+  const std::string good = Write("good.yaml", kScenario);
+  for (const char* flag : {"--duration inf", "--duration -5", "--duration nan", "--seed -1"}) {
+    Expect("simulate " + good + " --quiet --out " + out + " " + flag, 2, "", 10);
+  }
+  Expect("cost --prefill-mfu -1", 2, "prefill_mfu", 10);
+  Expect("cost --prefill-mfu nan", 2, "prefill_mfu", 10);
+}
+
+// Span inputs that hold nothing usable: every reading command exits non-zero and
+// names the file; nothing is silently reported as an empty but successful run.
+TEST_F(BadInputCorpus, InputsWithNothingUsableExitNonZeroNamingTheFile) {
+  std::string binary;
+  for (int i = 0; i < 4096; ++i) binary.push_back(static_cast<char>(i % 256));
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"empty.jsonl", ""},
+      {"binary.jsonl", binary},
+      {"truncated.jsonl", R"({"request_id": "a", "arrival_s": 1, "ttft_s": 0.)"},
+      {"utf8.jsonl", "{\"request_id\": \"a\xff\xfe\", \"arrival_s\": 1, \"ttft_s\": 0.5}\n"},
+      {"nan.jsonl", R"({"request_id": "a", "arrival_s": NaN, "ttft_s": 0.5})"
+                    "\n"},
+      {"negative.jsonl", R"({"request_id": "a", "arrival_s": 1, "ttft_s": -3})"
+                         "\n"},
+  };
+  for (const auto& [name, bytes] : files) {
+    const std::string path = Write(name, bytes);
+    Expect("stats " + path + " --format json", 2, name);
+    Expect("diagnose " + path + " --format json", 2, name);
+  }
+  // A folder with nothing in it.
+  fs::create_directories(dir_ / "emptydir");
+  Expect("stats " + (dir_ / "emptydir").string(), 2, "emptydir");
+  Expect("diagnose " + (dir_ / "emptydir").string(), 2, "emptydir");
+}
+
+// Huge inputs and bombs are bounded by the documented limits, with the file named.
+TEST_F(BadInputCorpus, HugeEventsAndScrapesStopAtTheirLimits) {
+  const std::string spans =
+      Write("s.jsonl", R"({"request_id": "a", "arrival_s": 1, "ttft_s": 0.5, "queue_s": 0.1})"
+                       "\n");
+  // An events file of one 20 MB line (the limit is 16 MiB).
+  const std::string events =
+      Write("ev.jsonl", "{\"at_s\": 1, \"detail\": \"" + std::string(20 << 20, 'x') + "\"}\n");
+  Expect("diagnose " + spans + " --events " + events, 2, "ev.jsonl: more than 16777216 bytes");
+  // Huge and non-finite numbers in a scrape: read or skipped with a count, never a crash.
+  const std::string prom = Write("m.prom",
+                                 "# TYPE vllm:num_requests_running gauge\n"
+                                 "vllm:num_requests_running{engine=\"0\"} 1.8e308\n"
+                                 "vllm:num_requests_running{engine=\"1\"} NaN\n"
+                                 "vllm:num_requests_running{engine=\"2\"} -Inf\n"
+                                 "# TYPE vllm:e2e_request_latency_seconds histogram\n"
+                                 "vllm:e2e_request_latency_seconds_count 1.8e308\n");
+  RunResult r = RunTtft("stats " + prom + " --format json", 30);
+  EXPECT_NE(r.exit_code, -1) << r.err;
+  EXPECT_NE(r.exit_code, 124);
+  if (r.exit_code == 0) {
+    EXPECT_FALSE(nlohmann::json::parse(r.out, nullptr, false).is_discarded()) << r.out;
+  }
+}
+
+}  // namespace
