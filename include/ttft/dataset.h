@@ -80,6 +80,8 @@ struct Annotation {
 // folder's summary.json), or JSON Lines; each event {at_s | time, kind, target,
 // detail | note}. Errors name the file and line of a bad event.
 Result<std::vector<Annotation>> ReadEvents(const std::string& path);
+// The same from the text of an events file; errors name `source` (and the line).
+Result<std::vector<Annotation>> ParseEvents(std::string_view text, const std::string& source);
 
 // -----------------------------------------------------------------------------
 // Loading

@@ -302,7 +302,8 @@ inline constexpr double kMaxDurationS = 30 * 86400.0;
 // changes): 100,000 requests/s, about 100 times a large fleet's peak.
 inline constexpr double kMaxRateRps = 1e5;
 // Expected arrivals of a run: the sum over tenants and stages of peak rate x
-// duration. 50 M requests take about 8 minutes to simulate (docs/performance.md).
+// duration. 50 M requests take about 8 minutes to simulate (the seed drill's 38,900
+// requests take 0.35 s: about 110,000 requests/s).
 inline constexpr double kMaxExpectedRequests = 5e7;
 // Tokens of one prompt segment or of one request's output: 2^21 = 2,097,152, twice
 // the longest context window served today (1 M tokens). A distribution without a

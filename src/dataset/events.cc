@@ -58,6 +58,10 @@ Result<std::vector<Annotation>> ReadEvents(const std::string& path) {
   // An events file lists changes: 16 MiB is hundreds of thousands of them.
   constexpr size_t kMaxEventsBytes = size_t{16} << 20;
   TTFT_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path, kMaxEventsBytes));
+  return ParseEvents(text, path);
+}
+
+Result<std::vector<Annotation>> ParseEvents(std::string_view text, const std::string& path) {
   std::vector<Annotation> out;
   auto whole = nlohmann::json::parse(text, nullptr, false);
   if (!whole.is_discarded()) {
@@ -85,7 +89,7 @@ Result<std::vector<Annotation>> ReadEvents(const std::string& path) {
     return out;
   }
   // JSON Lines.
-  std::istringstream in(text);
+  std::istringstream in{std::string(text)};
   std::string line;
   int64_t n = 0;
   while (std::getline(in, line)) {

@@ -2,8 +2,8 @@
 // File: report/sha256.h (private to the report module)
 // -----------------------------------------------------------------------------
 //
-// SHA-256 (FIPS 180-4, computed by OpenSSL) for the HTML report's Content-Security-Policy: the policy names
-// the sha256 of the page's one <style> element ('sha256-BASE64'), so the browser
+// SHA-256 (FIPS 180-4, computed by OpenSSL) for the HTML report's Content-Security-Policy: the
+// policy names the sha256 of the page's one <style> element ('sha256-BASE64'), so the browser
 // applies that stylesheet and nothing else. Not for security-sensitive hashing of
 // secrets (no constant-time guarantees are needed or given).
 
