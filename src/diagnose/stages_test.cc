@@ -252,6 +252,57 @@ TEST(DecomposeTail, FromMetricsByTheChangeOfEachP99) {
   EXPECT_EQ(d.dominant, "prefill");
 }
 
+// A term from histogram buckets whose quantiles all lie in bucket i of `bounds`.
+TermQuantiles InBucket(double lower, double upper, double mean, bool first) {
+  TermQuantiles t;
+  t.source = TermQuantiles::Source::kBuckets;
+  t.count = 100;
+  t.mean = mean;
+  t.p50 = t.p90 = t.p99 = (lower + upper) / 2;
+  for (BucketQuantile& b : t.buckets) b = {(lower + upper) / 2, lower, upper, first, false};
+  return t;
+}
+
+TEST(BucketNote, QuantilesInTheFirstBucketAreBoundsNotFigures) {
+  // Medians interpolated inside the first 0.3 s bucket: 150 ms is not a measurement.
+  const TermQuantiles a = InBucket(0, 0.3, 0.012, true), b = InBucket(0, 0.3, 0.015, true);
+  const std::string note = BucketNote("queue", a, b);
+  EXPECT_THAT(note, HasSubstr("queue: baseline p50, p90, p99 and incident p50, p90, p99"));
+  EXPECT_THAT(note, HasSubstr("[0, 300 ms]"));
+  EXPECT_THAT(note, HasSubstr("<= 300 ms"));
+  EXPECT_THAT(note, HasSubstr("12 ms -> 15 ms"));  // the exact means
+  // Resolved quantiles (not the first or the +Inf bucket) need no note; spans none.
+  EXPECT_EQ(BucketNote("queue", InBucket(0.3, 0.5, 0.4, false), InBucket(0.3, 0.5, 0.4, false)),
+            "");
+  EXPECT_EQ(BucketNote("queue", TermQuantiles{}, TermQuantiles{}), "");
+  TermQuantiles inf = InBucket(10, kMissing, 20, false);
+  inf.buckets[2].in_inf_bucket = true;
+  inf.buckets[2].value = 10;
+  EXPECT_THAT(BucketNote("TTFT", InBucket(0.3, 0.5, 0.4, false), inf),
+              HasSubstr("TTFT: incident p99 lie above the highest finite bucket and are shown as "
+                        ">= 10.00 s"));
+}
+
+TEST(ImpossibleDecomposition, QueueAboveTtftIsFlaggedWithTheMetric) {
+  WindowStats a, b;
+  a.ttft_s = b.ttft_s = InBucket(0.3, 0.5, 0.4, false);
+  a.prefill_s = b.prefill_s = InBucket(0.1, 0.3, 0.2, false);
+  a.queue_s = InBucket(0, 0.1, 0.05, true);
+  // An SGLang-style queue metric measuring something longer than the wait in TTFT.
+  b.queue_s = InBucket(1.0, 2.5, 1.5, false);
+  const MetricFamilyNames names{"sglang:queue_time_seconds", "vllm:request_prefill_time_seconds"};
+  const std::vector<std::string> out = ImpossibleDecomposition(a, b, names);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_THAT(out[0], HasSubstr("impossible decomposition (incident): the queue p50"));
+  EXPECT_THAT(out[0], HasSubstr("sglang:queue_time_seconds"));
+  EXPECT_THAT(out[1], HasSubstr("mean queue 1.50 s (sglang:queue_time_seconds) + mean prefill"));
+  // A consistent window: nothing; overlapping buckets are not a contradiction.
+  EXPECT_TRUE(ImpossibleDecomposition(a, a, names).empty());
+  WindowStats c = a;
+  c.queue_s = InBucket(0.3, 0.5, 0.15, false);  // p50 may equal the TTFT p99
+  EXPECT_TRUE(ImpossibleDecomposition(c, c, names).empty());
+}
+
 // --- Groups -----------------------------------------------------------------------
 
 GroupRow Row(std::string value, double tail_excess) {

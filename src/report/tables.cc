@@ -25,11 +25,13 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
       {"request rate", fmt::format("{:.2f} rps", a.request_rate_rps),
        fmt::format("{:.2f} rps", b.request_rate_rps),
        X(Ratio(a.request_rate_rps, b.request_rate_rps))},
-      {"p50 TTFT", Secs(a.ttft_s.p50), Secs(b.ttft_s.p50), X(Ratio(a.ttft_s.p50, b.ttft_s.p50))},
-      {"p99 TTFT", Secs(a.ttft_s.p99), Secs(b.ttft_s.p99), X(Ratio(a.ttft_s.p99, b.ttft_s.p99))},
-      {"p99 queue", Secs(a.queue_s.p99), Secs(b.queue_s.p99),
+      {"p50 TTFT", QuantileCell(a.ttft_s, 0), QuantileCell(b.ttft_s, 0),
+       X(Ratio(a.ttft_s.p50, b.ttft_s.p50))},
+      {"p99 TTFT", QuantileCell(a.ttft_s, 2), QuantileCell(b.ttft_s, 2),
+       X(Ratio(a.ttft_s.p99, b.ttft_s.p99))},
+      {"p99 queue", QuantileCell(a.queue_s, 2), QuantileCell(b.queue_s, 2),
        X(Ratio(a.queue_s.p99, b.queue_s.p99))},
-      {"p99 prefill", Secs(a.prefill_s.p99), Secs(b.prefill_s.p99),
+      {"p99 prefill", QuantileCell(a.prefill_s, 2), QuantileCell(b.prefill_s, 2),
        X(Ratio(a.prefill_s.p99, b.prefill_s.p99))},
       {"ITL p50", Secs(a.itl_s.p50), Secs(b.itl_s.p50), X(Ratio(a.itl_s.p50, b.itl_s.p50))},
       {"max ITL p99", Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s),
@@ -46,8 +48,17 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
   };
 }
 
+std::string QuantileCell(const TermQuantiles& t, size_t i) {
+  if (t.source == TermQuantiles::Source::kBuckets) {
+    const BucketQuantile& b = t.buckets[i];
+    if (b.in_first_bucket) return "<=" + Secs(b.upper_bound);
+    if (b.in_inf_bucket) return ">=" + Secs(b.value);
+  }
+  return Secs(t.at(i));
+}
+
 std::string Terms(const TermQuantiles& t) {
-  return fmt::format("{} / {} / {}", Secs(t.p50), Secs(t.p90), Secs(t.p99));
+  return fmt::format("{} / {} / {}", QuantileCell(t, 0), QuantileCell(t, 1), QuantileCell(t, 2));
 }
 
 std::string Sentence(const Contribution& c) {
