@@ -261,13 +261,19 @@ Result<Groups> SplitGroupsFromMetrics(const DiagnosisInput& in, const Windows& w
     }
     out.splits.push_back(std::move(s));
   }
-  notes.push_back(fmt::format(
-      "metrics only: splits by {} from the series' labels (quantiles from each group's "
-      "histogram buckets){}",
-      split.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(split, ", ")),
-      missing.empty() ? std::string()
-                      : fmt::format("; no split by {}: no TTFT series carries the label",
-                                    fmt::join(missing, ", "))));
+  if (split.empty()) {
+    notes.push_back(
+        fmt::format("metrics only: no split by {}: no TTFT series carries any of these labels",
+                    fmt::join(missing, ", ")));
+  } else {
+    notes.push_back(fmt::format(
+        "metrics only: splits by {} from the series' labels (quantiles from each group's "
+        "histogram buckets){}",
+        fmt::join(split, ", "),
+        missing.empty() ? std::string()
+                        : fmt::format("; no split by {}: no TTFT series carries the label",
+                                      fmt::join(missing, ", "))));
+  }
   return out;
 }
 

@@ -292,10 +292,28 @@ TEST(ImpossibleDecomposition, QueueAboveTtftIsFlaggedWithTheMetric) {
   b.queue_s = InBucket(1.0, 2.5, 1.5, false);
   const MetricFamilyNames names{"sglang:queue_time_seconds", "vllm:request_prefill_time_seconds"};
   const std::vector<std::string> out = ImpossibleDecomposition(a, b, names);
-  ASSERT_EQ(out.size(), 2u);
+  // One note per window: the quantile contradiction (with the means) names the metric.
+  ASSERT_EQ(out.size(), 1u);
   EXPECT_THAT(out[0], HasSubstr("impossible decomposition (incident): the queue p50"));
-  EXPECT_THAT(out[0], HasSubstr("sglang:queue_time_seconds"));
-  EXPECT_THAT(out[1], HasSubstr("mean queue 1.50 s (sglang:queue_time_seconds) + mean prefill"));
+  EXPECT_THAT(out[0], HasSubstr("from sglang:queue_time_seconds"));
+  EXPECT_THAT(out[0], HasSubstr("with a mean of 1.50 s against a mean TTFT of 400 ms"));
+  // Means that do not add up, with the quantiles' buckets overlapping.
+  WindowStats m = a;
+  m.queue_s = InBucket(0.3, 0.5, 0.3, false);
+  m.prefill_s = InBucket(0.1, 0.3, 0.2, false);
+  const std::vector<std::string> sum = ImpossibleDecomposition(m, a, names);
+  ASSERT_EQ(sum.size(), 1u);
+  EXPECT_THAT(sum[0], HasSubstr("impossible decomposition (baseline): mean queue 300 ms "
+                                "(sglang:queue_time_seconds) + mean prefill 200 ms "
+                                "(vllm:request_prefill_time_seconds) exceeds the mean TTFT"));
+  // Without a prefill histogram a queue mean above the TTFT mean is flagged alone.
+  WindowStats d = a;
+  d.prefill_s = TermQuantiles{};
+  d.queue_s = InBucket(0, 0.1, 11.8, true);  // mean 11.8 s (SGLang 0.3.5's waiting latency)
+  const std::vector<std::string> q = ImpossibleDecomposition(d, a, names);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_THAT(q[0], HasSubstr("impossible decomposition (baseline): mean queue 11.80 s "
+                              "(sglang:queue_time_seconds) exceeds"));
   // A consistent window: nothing; overlapping buckets are not a contradiction.
   EXPECT_TRUE(ImpossibleDecomposition(a, a, names).empty());
   WindowStats c = a;

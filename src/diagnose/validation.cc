@@ -78,6 +78,7 @@ std::vector<std::string> ImpossibleDecomposition(const WindowStats& a, const Win
     // Per request queue <= TTFT and prefill <= TTFT, so every quantile of a term is at
     // most the same quantile of TTFT: a term's p50 whose bucket starts above the TTFT
     // p99's bucket end cannot come from the same requests.
+    bool flagged = false;
     for (const auto& [term, t, metric] : {std::tuple{"queue", &w->queue_s, &names.queue},
                                           std::tuple{"prefill", &w->prefill_s, &names.prefill}}) {
       const BucketQuantile& p50 = t->buckets[0];
@@ -86,24 +87,34 @@ std::vector<std::string> ImpossibleDecomposition(const WindowStats& a, const Win
       const double hi =
           w->ttft_s.source == TermQuantiles::Source::kBuckets ? ttft99.upper_bound : w->ttft_s.p99;
       if (std::isfinite(lo) && std::isfinite(hi) && lo > hi) {
+        flagged = true;
         out.push_back(fmt::format(
-            "impossible decomposition ({}): the {} p50 ({}, from {}) is above the TTFT p99 ({}); "
-            "{} does not measure the wait inside TTFT here (another definition or engine "
-            "version): its queue/prefill figures are not comparable with TTFT",
-            window, term, numfmt::Secs(t->p50), *metric, numfmt::Secs(w->ttft_s.p99), *metric));
+            "impossible decomposition ({}): the {} p50 ({}, from {}) is above the TTFT p99 ({}), "
+            "with a mean of {} against a mean TTFT of {}: {} does not measure the wait inside TTFT "
+            "here (another definition or engine version); its figures are not comparable with "
+            "TTFT",
+            window, term, numfmt::Secs(t->p50), *metric, numfmt::Secs(w->ttft_s.p99),
+            numfmt::Secs(t->mean), numfmt::Secs(w->ttft_s.mean), *metric));
       }
     }
+    if (flagged) continue;
     // The means are exact (_sum/_count) and add up per request: queue + prefill <= TTFT
-    // (front end and rounding aside: 5% and 1 ms of slack).
-    const double terms = w->queue_s.mean + w->prefill_s.mean;
-    if (std::isfinite(terms) && std::isfinite(w->ttft_s.mean) &&
-        terms > 1.05 * w->ttft_s.mean + 0.001) {
+    // (front end and rounding aside: 5% and 1 ms of slack). A missing term counts as 0.
+    std::string parts, metrics;
+    double terms = 0;
+    for (const auto& [term, t, metric] : {std::tuple{"queue", &w->queue_s, &names.queue},
+                                          std::tuple{"prefill", &w->prefill_s, &names.prefill}}) {
+      if (!std::isfinite(t->mean)) continue;
+      terms += t->mean;
+      parts += fmt::format("{}mean {} {} ({})", parts.empty() ? "" : " + ", term,
+                           numfmt::Secs(t->mean), *metric);
+      metrics += fmt::format("{}{}", metrics.empty() ? "" : " and ", *metric);
+    }
+    if (!parts.empty() && std::isfinite(w->ttft_s.mean) && terms > 1.05 * w->ttft_s.mean + 0.001) {
       out.push_back(fmt::format(
-          "impossible decomposition ({}): mean queue {} ({}) + mean prefill {} ({}) = {} exceeds "
-          "the mean TTFT {}: the terms do not add up to TTFT; check what {} and {} measure",
-          window, numfmt::Secs(w->queue_s.mean), names.queue, numfmt::Secs(w->prefill_s.mean),
-          names.prefill, numfmt::Secs(terms), numfmt::Secs(w->ttft_s.mean), names.queue,
-          names.prefill));
+          "impossible decomposition ({}): {} exceeds the mean TTFT {}: the terms do not add up "
+          "to TTFT; check what {} measure",
+          window, parts, numfmt::Secs(w->ttft_s.mean), metrics));
     }
   }
   return out;
