@@ -14,6 +14,21 @@ using numfmt::Ratio;
 using numfmt::Secs;
 using numfmt::X;
 
+namespace {
+
+// The change of quantile i: "" when the buckets resolve either side only as a bound
+// (a ratio of interpolated figures there is noise).
+std::string ChangeCell(const TermQuantiles& a, const TermQuantiles& b, size_t i) {
+  auto bound = [i](const TermQuantiles& t) {
+    return t.source == TermQuantiles::Source::kBuckets &&
+           (t.buckets[i].in_first_bucket || t.buckets[i].in_inf_bucket);
+  };
+  if (bound(a) || bound(b)) return "";
+  return X(Ratio(a.at(i), b.at(i)));
+}
+
+}  // namespace
+
 std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
   const WindowStats& a = r.baseline;
   const WindowStats& b = r.incident;
@@ -26,13 +41,13 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
        fmt::format("{:.2f} rps", b.request_rate_rps),
        X(Ratio(a.request_rate_rps, b.request_rate_rps))},
       {"p50 TTFT", QuantileCell(a.ttft_s, 0), QuantileCell(b.ttft_s, 0),
-       X(Ratio(a.ttft_s.p50, b.ttft_s.p50))},
+       ChangeCell(a.ttft_s, b.ttft_s, 0)},
       {"p99 TTFT", QuantileCell(a.ttft_s, 2), QuantileCell(b.ttft_s, 2),
-       X(Ratio(a.ttft_s.p99, b.ttft_s.p99))},
+       ChangeCell(a.ttft_s, b.ttft_s, 2)},
       {"p99 queue", QuantileCell(a.queue_s, 2), QuantileCell(b.queue_s, 2),
-       X(Ratio(a.queue_s.p99, b.queue_s.p99))},
+       ChangeCell(a.queue_s, b.queue_s, 2)},
       {"p99 prefill", QuantileCell(a.prefill_s, 2), QuantileCell(b.prefill_s, 2),
-       X(Ratio(a.prefill_s.p99, b.prefill_s.p99))},
+       ChangeCell(a.prefill_s, b.prefill_s, 2)},
       {"ITL p50", Secs(a.itl_s.p50), Secs(b.itl_s.p50), X(Ratio(a.itl_s.p50, b.itl_s.p50))},
       {"max ITL p99", Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s),
        X(Ratio(a.itl_max_p99_s, b.itl_max_p99_s))},
@@ -58,7 +73,12 @@ std::string QuantileCell(const TermQuantiles& t, size_t i) {
 }
 
 std::string Terms(const TermQuantiles& t) {
-  return fmt::format("{} / {} / {}", QuantileCell(t, 0), QuantileCell(t, 1), QuantileCell(t, 2));
+  const std::string p50 = QuantileCell(t, 0), p90 = QuantileCell(t, 1), p99 = QuantileCell(t, 2);
+  // Three bounds alike ("<=300 ms" each) say it once, and fit the tables' columns.
+  if (p50 == p90 && p90 == p99 && (p50.starts_with("<=") || p50.starts_with(">="))) {
+    return "all " + p50;
+  }
+  return fmt::format("{} / {} / {}", p50, p90, p99);
 }
 
 std::string Sentence(const Contribution& c) {

@@ -29,7 +29,8 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r);
 // ">=10 s" (above the highest finite bound) instead of an interpolated figure.
 std::string QuantileCell(const TermQuantiles& t, size_t i);
 
-// "p50 / p90 / p99" of one term (each as QuantileCell).
+// "p50 / p90 / p99" of one term (each as QuantileCell; "all <=300 ms" when the three are
+// the same bound).
 std::string Terms(const TermQuantiles& t);
 
 // "tenant acme: hit rate 81% to 3%, p99 TTFT 420 ms to 2.10 s, 25% of the requests,
