@@ -11,11 +11,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -143,6 +145,63 @@ TEST_F(GateCli, JsonAndJunitAreWellFormed) {
   RunResult md = RunTtft("gate " + Canary() + " --format markdown");
   EXPECT_THAT(md.out, HasSubstr("| criterion | label |"));
   EXPECT_EQ(md.exit_code, 1);
+}
+
+// One statistics model (WindowStats): for the same window and data, `ttft stats`,
+// `ttft diagnose` and `ttft gate` print the same p99 TTFT, from spans and from
+// metrics alone (the scrapes at 90..300 s: the gate's and diagnose's window
+// [90, 300] covers exactly those, which are the files given to stats).
+TEST_F(GateCli, PrintsTheP99OfStatsAndDiagnose) {
+  auto json_of = [](const RunResult& r, const std::string& what) {
+    nlohmann::json j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(j.is_discarded()) << what << ": " << r.out << r.err;
+    return j;
+  };
+  auto gate_p99 = [&](const std::string& inputs) {
+    RunResult g = RunTtft("gate --baseline " + inputs + " --canary " + inputs +
+                          " --from 90 --to 300 --format json");
+    nlohmann::json j = json_of(g, "gate");
+    for (const auto& c : j["criteria"]) {
+      if (c["metric"] == "ttft_p99") {
+        EXPECT_EQ(c["baseline"], c["canary"]);
+        return c["baseline"].get<double>();
+      }
+    }
+    ADD_FAILURE() << "no ttft_p99 criterion: " << g.out;
+    return 0.0;
+  };
+  // Spans: the window [90, 300) by arrival.
+  nlohmann::json stats =
+      json_of(RunTtft("stats " + Spans() + " --from 90 --to 300 --format json"), "stats");
+  nlohmann::json diag = json_of(RunTtft("diagnose " + Spans() +
+                                        " --baseline-window 90:300 --incident-window 300:500 "
+                                        "--format json"),
+                                "diagnose");
+  const double stats_p99 = stats["groups"][0]["ttft_s"]["p99"].get<double>();
+  EXPECT_GT(stats_p99, 0);
+  EXPECT_EQ(diag["baseline"]["ttft_s"]["p99"].get<double>(), stats_p99);
+  EXPECT_EQ(gate_p99(Spans()), stats_p99);
+
+  // Metrics: histogram quantiles over the scrapes covering [90, 300].
+  std::string all, window;
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(*dir_ / "metrics")) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    all += " " + f;
+    const double t = std::stod(fs::path(f).stem().string().substr(1));
+    if (t >= 90 && t <= 300) window += " " + f;
+  }
+  ASSERT_FALSE(window.empty());
+  nlohmann::json mstats = json_of(RunTtft("stats" + window + " --format json"), "stats metrics");
+  nlohmann::json mdiag = json_of(RunTtft("diagnose" + all +
+                                         " --baseline-window 90:300 --incident-window 300:500 "
+                                         "--format json"),
+                                 "diagnose metrics");
+  const double mstats_p99 = mstats["groups"][0]["ttft_s"]["p99"].get<double>();
+  EXPECT_GT(mstats_p99, 0);
+  EXPECT_EQ(mdiag["baseline"]["ttft_s"]["p99"].get<double>(), mstats_p99);
+  EXPECT_EQ(gate_p99(all), mstats_p99);
 }
 
 TEST_F(GateCli, DownPrometheusIsInconclusive) {

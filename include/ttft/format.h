@@ -15,6 +15,10 @@
 //   Secs(2.5);     // "2.50 s"
 //   ttft::numfmt::X(ttft::numfmt::Ratio(0.5, 1.0));  // "x2.00"
 //
+// The second half, ttft::escape, states a string taken from data (a tenant, a replica,
+// a template name, an event's detail, a selector) safely in one output format: one
+// helper per format, used by every writer of that format (src/core/format.cc).
+//
 // Thread safety: pure functions.
 
 #ifndef TTFT_FORMAT_H_
@@ -25,6 +29,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
 
 namespace ttft::numfmt {
 
@@ -51,11 +56,60 @@ inline std::string Pct1(double v) {
 }
 // A count or token figure, rounded ("3120").
 inline std::string Num(double v) { return std::isfinite(v) ? fmt::format("{:.0f}", v) : "n/a"; }
+// A fixed-point figure ("0.125" for Fixed(0.125, 3)); "n/a" when not finite (never "nan").
+inline std::string Fixed(double v, int decimals) {
+  return std::isfinite(v) ? fmt::format("{:.{}f}", v, decimals) : "n/a";
+}
 // A change ratio ("x1.71").
 inline std::string X(double ratio) {
   return std::isfinite(ratio) ? fmt::format("x{:.2f}", ratio) : "n/a";
 }
 
+// A window [from_s, to_s): seconds as "[60,300) s", or, when both ends are Unix epoch
+// seconds (from 2001-09-09, 1e9 s, on), RFC 3339 UTC clock times
+// "[2026-10-02T17:03:38Z, 2026-10-03T08:48:38Z)", the end as a time of day when on the
+// same day ("[2026-10-02T17:03:38Z, 17:33:38Z)"). "n/a" for a non-finite end.
+std::string Window(double from_s, double to_s);
+// A time point: "t=300 s", or "2026-10-02T17:03:38Z" for an epoch time (as Window).
+std::string TimePoint(double t_s);
+
 }  // namespace ttft::numfmt
+
+namespace ttft::escape {
+
+// Terminal text: every control character (C0 but tab, DEL, C1, and the bidirectional
+// overrides U+202A-U+202E and U+2066-U+2069) and every byte that is not valid UTF-8 is
+// shown as a visible escape (\n, \r, \x1b, \u0085, \u202e), so data cannot move the
+// cursor, recolour the terminal, set the window title or start a new line.
+std::string Terminal(std::string_view s);
+
+// GitHub-flavoured Markdown inline text (https://github.github.com/gfm/): the result
+// renders as the literal text, inside a paragraph, a list item or a table cell.
+// Backslash-escapes what would open markup, and only that, so the text stays readable:
+// \ ` < | ~ & always; ] before ( [ or : (a link, an image, a reference definition);
+// * unless between two spaces and _ unless between two alphanumerics (emphasis); and
+// at the start, where data may begin a block inside a list item, [ # > and the list
+// markers "- ", "+ ", "--", "12. ", "3) ". CR, LF and tab become spaces; other
+// control characters and invalid UTF-8 are dropped. So no heading, list, quote,
+// link, image, raw HTML, autolink in angle brackets, code span, emphasis, entity or
+// table cell can start from data. (GFM's extended autolinks of bare http(s):// and
+// www. text stay links: they cannot carry javascript:.)
+std::string Markdown(std::string_view s);
+
+// One RFC 4180 CSV field: quoted when it holds a comma, a double quote, CR or LF, with
+// embedded quotes doubled; a cell a spreadsheet would run as a formula (first character
+// = + - @, tab or CR; OWASP "CSV Injection") is prefixed with a single quote, unless it
+// is a number such as -1.5.
+// `always_quote` quotes every field (RFC 4180 allows it).
+std::string CsvField(std::string_view s, bool always_quote = false);
+// A number in its shortest round-trip form ("0.2", "1e-07"); "" when not finite. A
+// float32 prints in the float's own shortest form (0.2f as "0.2", not as the double
+// 0.20000000298023224), and so does a double that is exactly a float32 value: the span
+// table stores times as float32, so its nearest-rank quantiles are such widened floats.
+// (Reading "0.2" back gives the float again.)
+std::string CsvNumber(double v);
+std::string CsvNumber(float v);
+
+}  // namespace ttft::escape
 
 #endif  // TTFT_FORMAT_H_

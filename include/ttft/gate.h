@@ -5,10 +5,11 @@
 // The canary gate (`ttft gate`, docs/gate.md): is a canary's serving latency worse
 // than its baseline's, judged statistically rather than by comparing two numbers?
 //
-// A GateArm is one side of the comparison (the baseline or the canary): the values
-// of its requests (spans) or the histogram and counter deltas of its series
-// (metrics). JudgeGate judges every criterion of a GateConfig the way Kayenta's
-// NetflixACAJudge does (spinnaker/kayenta MannWhitneyClassifier.scala; summary in
+// A GateArm is one side of the comparison (the baseline or the canary): its window's
+// WindowStats (ttft/window_stats.h, every figure the gate prints) and the values of its
+// requests (spans) or the histogram deltas of its series (metrics) that the tests use. JudgeGate
+// judges every criterion of a GateConfig the way Kayenta's NetflixACAJudge does (spinnaker/kayenta
+// MannWhitneyClassifier.scala; summary in
 // ../shared/reference/canary-sketches-and-style.md A1): a criterion is High (Low)
 // when the change is both statistically significant at the configured confidence
 // AND at least the criterion's threshold (Kayenta's effect-size check), NoData when
@@ -29,7 +30,12 @@
 //   ttft::GateResult r = ttft::JudgeGate(config, baseline, canary);
 //   if (r.verdict == ttft::GateVerdict::kFail) ...
 //
-// Thread safety: the functions are re-entrant; the types are values.
+// `ttft gate` is LoadGateArms (inputs, selectors or a live Prometheus into arms) and
+// RunGate (one look, a look with a state file, or looks every N seconds on a
+// GateClock) with a rendering.
+//
+// Thread safety: the functions are re-entrant; the types are values; SystemGateClock
+// is shared and stateless.
 
 #ifndef TTFT_GATE_H_
 #define TTFT_GATE_H_
@@ -37,16 +43,19 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ttft/core.h"
 #include "ttft/dataset.h"
 #include "ttft/stats.h"
+#include "ttft/window_stats.h"
 
 namespace ttft {
 
@@ -130,36 +139,42 @@ struct GateHistogram {
   bool empty() const { return count <= 0; }
 };
 
-// One side of the comparison.
+// One side of the comparison: its window statistics and the samples the statistical
+// tests need. ArmFromSpans and ArmFromMetrics are the one place both are extracted,
+// with the same definitions (ttft/window_stats.h), so the samples agree with the
+// figures: the mean of `preemptions` is stats.preemptions_per_request, the type-7
+// p99 of `ttft_s` is stats.ttft_s.p99, and so on.
 struct GateArm {
   bool from_metrics = false;
   std::string model;  // the arm's model label ("" when unknown or mixed)
-  // Spans: one value per request. Latencies over ok requests.
+  // The point figures: every baseline and canary value the gate prints or compares
+  // (quantiles, hit rate, error rate, preemptions per request, sample counts) is read
+  // here, the figures `ttft stats` and `ttft diagnose` print for the same window.
+  WindowStats stats;
+  // Spans: one value per request, as WindowStats defines them. Latencies over ok
+  // requests with the value known.
   std::vector<double> ttft_s, queue_s, itl_s;
   std::vector<double> ttft_arrival_s;     // parallel to ttft_s
   std::vector<double> queue_arrival_s;    // parallel to queue_s
   std::vector<double> request_arrival_s;  // every request, sorted
-  std::vector<double> cached_tokens;      // ok requests with prompt tokens known
+  std::vector<double> cached_tokens;      // ok requests with prompt and cached tokens known
   std::vector<double> prompt_tokens;      // parallel to cached_tokens
-  std::vector<double> preemptions;        // per ok request
+  std::vector<double> preemptions;        // every request with the count known
   std::vector<double> error_arrival_s;    // arrivals of failed requests, sorted
-  int64_t requests = 0, errors = 0;
-  // Metrics: histogram deltas and counter increases over the window.
+  // Metrics: the histograms' increase over the window (the bucket test's counts).
   GateHistogram ttft_hist, queue_hist, itl_hist;
-  double hit_tokens = kMissing, query_tokens = kMissing;  // prefix cache counters
-  double preemption_count = kMissing;
-  // Metrics: finished requests by reason; errors are finished_reason "abort" or
-  // "error". NaN without the counter.
-  double finished_requests = kMissing, finished_errors = kMissing;
 };
 
-// The arm of `rows` of `table` (ok requests' values; errors counted). `model` is set
-// when every row has the same model label.
+// The arm of `rows` of `table` (the samples, and ComputeWindowStats with
+// StatsDetail::kFull over [first arrival, last arrival]). `model` is set when every row
+// has the same model label.
 GateArm ArmFromSpans(const SpanTable& table, std::span<const uint32_t> rows);
 
 // The arm of the metric snapshots' increase over their window, keeping only the
-// series whose labels match every (name, value) of `match` (empty: all). Errors:
-// fewer than 2 snapshots, or no TTFT histogram series matching (NotFound).
+// series whose labels match every (name, value) of `match` (empty: all): the
+// histograms, and WindowStatsFromMetrics over the same series. Errors: fewer than 2
+// snapshots (InvalidArgument), no TTFT histogram series matching (NotFound), matching
+// series with different bucket bounds (InvalidArgument).
 Result<GateArm> ArmFromMetrics(std::span<const MetricSnapshot> snapshots,
                                std::span<const std::pair<std::string, std::string>> match);
 
@@ -268,6 +283,114 @@ struct SequentialGate {
 // criterion no stream covers or lacks data for a critical one; else Inconclusive.
 GateResult LookSequential(const GateConfig& config, const GateArm& baseline, const GateArm& canary,
                           const GateArm* canary_increase, bool final_look, SequentialGate& state);
+
+// -----------------------------------------------------------------------------
+// Running the gate: the arms from inputs, one look, looks with a state file,
+// repeated looks (what `ttft gate` does; src/gate/run.cc)
+// -----------------------------------------------------------------------------
+
+// Where the arms come from, one of: two input sets (`baseline` and `canary`); one input
+// set (`inputs`) split by the selectors; a live Prometheus (`prometheus_url`) split by
+// the selectors. An input is anything LoadInput reads.
+struct GateSource {
+  std::vector<std::string> inputs;
+  std::vector<std::string> baseline, canary;
+  std::string prometheus_url;  // http://HOST:PORT
+  double step_s = 15;          // Prometheus: the longest query_range step
+  PromClientOptions client;    // Prometheus: timeout per attempt, attempts
+  // Selectors "name=value[,name=value...]" (ParseSelector) of span labels (tenant,
+  // replica, region, template, model, deploy) or series labels; with two input sets
+  // they further select within each ("": everything).
+  std::string baseline_selector, canary_selector;
+  LoadOptions load;  // reader options of file inputs
+  // Called with each input set's read report (skipped records, warnings) after it is
+  // loaded, at every look; may be empty.
+  std::function<void(const ReadReport&)> on_read;
+};
+
+// Usage errors of a source (InvalidArgument, each saying what to give, in this
+// order): not exactly one kind; one of --baseline/--canary without the other;
+// selectors missing when one set is split; a Prometheus URL that is not
+// http://HOST:PORT; a timeout outside (0, 300] s or a step <= 0; a selector that does
+// not parse; selectors selecting the same data.
+Status CheckGateSource(const GateSource& source);
+
+// The arms of one look.
+struct GateArms {
+  GateArm baseline, canary;
+  // Metrics, when an increase start was given: the canary's increase since then.
+  std::optional<GateArm> canary_increase;
+  // Why the data could not be had: a Prometheus that is down or answers garbage, or a
+  // selection matching no series. An Inconclusive verdict, not an error.
+  std::optional<std::string> unavailable;
+};
+
+// Loads the arms over the window [from_s, to_s) (spans by arrival; metrics: the
+// scrapes covering it, SnapshotsCovering; an infinite end: the data's) and, for
+// metrics when `increase_from_s` is finite, the canary's increase over
+// [increase_from_s, to_s]. REQUIRES: CheckGateSource(source) is Ok; a Prometheus
+// source needs a finite from_s and to_s. Errors: the loaders' (file:line), a selector
+// naming no span label, inputs holding neither spans nor two scrapes, spans against
+// metrics, and a baseline and canary serving different models (InvalidArgument).
+Result<GateArms> LoadGateArms(const GateSource& source, double from_s, double to_s,
+                              double increase_from_s);
+
+// Loads one look's arms: LoadGateArms bound to a source, or a fake in tests.
+using GateArmLoader =
+    std::function<Result<GateArms>(double from_s, double to_s, double increase_from_s)>;
+
+// The time of a gate run: the wall clock for a live window's end, a monotonic one for
+// the look schedule, and waiting. A fake in tests.
+class GateClock {
+ public:
+  virtual ~GateClock() = default;
+  virtual double UnixNowS() = 0;                    // seconds since the Unix epoch
+  virtual double MonotonicS() = 0;                  // seconds from any fixed origin
+  virtual void SleepUntil(double monotonic_s) = 0;  // returns at once if past
+};
+// std::chrono::system_clock, steady_clock and std::this_thread::sleep_until.
+GateClock& SystemGateClock();
+
+struct GateRunOptions {
+  GateConfig config;
+  double from_s = -std::numeric_limits<double>::infinity();
+  double to_s = std::numeric_limits<double>::infinity();
+  // A live source (Prometheus) without a finite to_s: each look's window ends at
+  // clock.UnixNowS().
+  bool live = false;
+  // Repeated looks in one process: a look every `every_s` for `for_s` (both > 0,
+  // every_s <= for_s; ParseGateDuration); 0: none.
+  double every_s = 0, for_s = 0;
+  // One sequential look per run, its state kept in this file (JSON; absent: the
+  // first look); `final_look`: the rollout's last look, where Pass is possible.
+  std::string state_path;
+  bool final_look = false;
+};
+
+// "90", "90s", "5m", "1h" -> seconds. InvalidArgument naming `flag` for anything
+// else, and for a duration that is not positive and finite.
+Result<double> ParseGateDuration(std::string_view text, std::string_view flag);
+
+// The sequential state in `path`: a fresh state when the file does not exist,
+// InvalidArgument naming the file when it is not a state; WriteGateState replaces the
+// file atomically (write then rename), IoError naming it on failure.
+Result<SequentialGate> ReadGateState(const std::string& path);
+Status WriteGateState(const std::string& path, const SequentialGate& state);
+
+// Runs the gate as `options` say: one fixed-horizon judgement (JudgeGate); or one
+// sequential look with options.state_path (LookSequential; the state read, then
+// written back); or looks every options.every_s until a Fail or until options.for_s
+// has passed (the last look is the final one), sleeping between them on `clock`, the
+// sequential state in memory. Arms that cannot be had give an Inconclusive result
+// with the reason (under repeated looks that look only: the next one may succeed).
+// `on_look`, when set, gets one line per repeated look ("look 2: Inconclusive
+// (reason)"). Errors: the loader's, a state file that cannot be read or written, and
+// metrics under a state file without a window end for every look.
+// REQUIRES: every_s and for_s both 0, or 0 < every_s <= for_s; not both repeated
+// looks and a state file; final_look only with a state file.
+Result<GateResult> RunGate(const GateRunOptions& options, const GateArmLoader& load,
+                           GateClock& clock,
+                           const std::function<void(const std::string&)>& on_look = {});
 
 // -----------------------------------------------------------------------------
 // Rendering

@@ -74,8 +74,15 @@ std::optional<InputFormat> ParseInputFormat(std::string_view s);
 // first registry row whose detector accepts them, else kSpanJsonl. Never kAuto.
 InputFormat DetectFormat(std::string_view head);
 
-// Reads a whole file ("-" for stdin, gzip detected) into memory.
-Result<std::string> ReadInputFile(const std::string& path);
+// Files read whole (a Prometheus scrape, a query result, an events file): at most
+// 1 GiB after decompression. Span files stream and have no size limit; their lines
+// are bounded by kMaxLineBytes (ttft/spans.h).
+inline constexpr size_t kMaxWholeFileBytes = size_t{1} << 30;
+
+// Reads a whole file ("-" for stdin, gzip detected) into memory. An error naming the
+// file when it holds more than `max_bytes` bytes after decompression (a gzip bomb, or
+// a file that is not what it claims to be), before more than that is held.
+Result<std::string> ReadInputFile(const std::string& path, size_t max_bytes = kMaxWholeFileBytes);
 // Reads at most the first `max_bytes` bytes (after gzip decompression) of a file, e.g.
 // for DetectFormat. Not for "-": what it reads from standard input is consumed.
 Result<std::string> ReadInputHead(const std::string& path, size_t max_bytes);

@@ -254,6 +254,11 @@ class SpanTable : public SpanSink {
 // src/telemetry/span_formats.cc)
 // -----------------------------------------------------------------------------
 
+// The longest line a streaming reader accepts: 256 MiB (a span is about 1 KB; an OTLP
+// export batch on one line a few MB). Longer is an error naming the file and line, not
+// a buffer that grows until memory runs out (a gzip bomb of one endless line).
+inline constexpr size_t kMaxLineBytes = size_t{256} << 20;
+
 // Reads spans from `path` ("-" is standard input; gzip is detected by its magic
 // bytes) into `sink`, streaming in chunks of options.chunk_bytes. Formats: span
 // JSONL, CSV, OTLP/JSON, span-sink lines. Errors: NotFound / IoError for the file,

@@ -20,6 +20,9 @@
 //     request's TTFT is not a TTFT sample); counts and the error rate over all.
 //   * itl_s is the per-request mean inter-token latency.
 //   * prefix_cache_hit_rate is vLLM's, in tokens: sum(cached) / sum(prompt).
+//   * The error rate is errors over all requests (spans); from metrics, over vLLM's
+//     finished requests (request_success_total), an error being a finished_reason of
+//     "abort" or "error".
 //   * replicas counts distinct replicas that served an ok request in the window.
 //
 // Example:
@@ -42,6 +45,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ttft/core.h"
@@ -78,12 +82,19 @@ struct WindowStats {
   double from_s = 0, to_s = 0;
   int64_t requests = 0, ok = 0, errors = 0, rejected_too_long = 0;
   double request_rate_rps = kMissing;  // requests / (to_s - from_s)
-  double error_rate = kMissing;
+  double error_rate = kMissing;        // errors / error_rate_requests
+  // The requests behind error_rate: every request (spans); vLLM's finished requests
+  // (metrics; 0 without the counter, and then errors is 0 and error_rate NaN).
+  int64_t error_rate_requests = 0;
   TermQuantiles ttft_s, queue_s, prefill_s, front_end_s;
   TermQuantiles itl_s;                      // per-request mean inter-token latency
   double itl_max_p99_s = kMissing;          // p99 of per-request max ITL (stalls)
   double prefix_cache_hit_rate = kMissing;  // sum(cached) / sum(prompt)
-  std::string hit_rate_note;                // where the hit rate comes from
+  // The hit rate's denominator in prompt tokens: sum(prompt) over the ok requests with
+  // both counts known (spans), the prefix-cache queries counter's increase (metrics).
+  // NaN when the hit rate has no source.
+  double prefix_cache_query_tokens = kMissing;
+  std::string hit_rate_note;  // where the hit rate comes from
   double cached_tokens_mean = kMissing;
   double uncached_tokens_mean = kMissing;
   TermQuantiles prompt_tokens;
@@ -149,11 +160,17 @@ std::vector<GroupWindowStats> ComputeGroupWindowStats(const SpanTable& table,
                                                       size_t groups, double from_s, double to_s,
                                                       double threshold, WindowStatsArena& arena);
 
+// A series selector: a series is kept when it carries every (label name, value)
+// pair; an empty selector keeps every series.
+using LabelSelector = std::span<const std::pair<std::string, std::string>>;
+bool MatchesSelector(const Labels& labels, LabelSelector selector);
+
 // Stats of a window from metric snapshots alone (reduced fidelity: quantiles from
-// histogram buckets; no per-request figures). REQUIRES: >= 2 snapshots (else
+// histogram buckets; no per-request figures), over the series that match `selector`
+// (the histograms, counters and gauges alike). REQUIRES: >= 2 snapshots (else
 // InvalidArgument).
 Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snapshots, double from_s,
-                                           double to_s);
+                                           double to_s, LabelSelector selector = {});
 
 // One value of a label in a metric window: the metrics-only splits of a diagnosis.
 struct MetricGroupWindowStats {

@@ -21,6 +21,88 @@ bool IsExitViolation(const Status& st) {
 
 namespace {
 
+// The exit codes of every command (ttft::ExitCodeFor; sysexits.h for 65-74).
+constexpr const char* kExitCodes =
+    "Exit codes:\n"
+    "  0   success\n"
+    "  2   bad usage: an unknown command or flag, an invalid value, a missing file\n"
+    "  65  bad input data (EX_DATAERR)\n"
+    "  69  a service (Prometheus) unavailable (EX_UNAVAILABLE)\n"
+    "  70  internal error (EX_SOFTWARE)\n"
+    "  74  a read or write failed (EX_IOERR)\n";
+
+// Examples of each command, shown under its --help with the exit codes.
+std::string Footer(const std::string& name) {
+  static const std::map<std::string, std::string> kExamples = {
+      {"drill",
+       "  ttft drill                          the seed incident: symptoms, cause, fix\n"
+       "  ttft drill --variant no-deploy      the same symptoms with no deploy to blame\n"
+       "  ttft drill --format json --out run  JSON, and the run's spans and metrics in run/\n"},
+      {"simulate",
+       "  ttft simulate scenarios/incidents/load-surge.yaml --out sim\n"
+       "  ttft simulate seed-drill --out sim --seed 7 --duration 600\n"},
+      {"cost",
+       "  ttft cost                                      llama-3.3-70b fp8 on 2 H100s\n"
+       "  ttft cost --model llama-3.1-8b --dtype bf16 --tp 1 --format json\n"},
+      {"stats",
+       "  ttft stats sim/spans.jsonl --by tenant\n"
+       "  ttft stats sim/spans.jsonl --by replica --format csv > replicas.csv\n"
+       "  ttft stats sim/metrics/*.prom --by replica\n"
+       "  ttft stats --prometheus http://localhost:9090 --from 1790960000 --to 1790963600\n"},
+      {"diagnose",
+       "  ttft diagnose sim                                   a simulate/drill folder\n"
+       "  ttft diagnose spans.jsonl --change-at 2026-10-02T17:00:00Z --format markdown\n"
+       "  ttft diagnose --baseline before.jsonl --incident after.jsonl --format html > r.html\n"
+       "  ttft diagnose metrics/*.prom --change-at 300\n"},
+      {"validate", "  ttft validate ../shared/data/vllm-h100/calibration.csv --format json\n"},
+      {"gate",
+       "  ttft gate --baseline base.jsonl --canary canary.jsonl\n"
+       "  ttft gate spans.jsonl --baseline-selector deploy=v1 --canary-selector deploy=v2 "
+       "--format markdown\n"
+       "  ttft gate --prometheus http://localhost:9090 --baseline-selector replica=a "
+       "--canary-selector replica=b --every 60s --for 30m\n"},
+      {"tokenize",
+       "  ttft tokenize --tokenizer tokenizer.json --count < prompt.txt\n"
+       "  echo 'Hello world' | ttft tokenize --tokenizer tokenizer.json\n"},
+      {"rules",
+       "  ttft rules --out monitoring\n"
+       "  ttft rules --engine sglang --selector 'job=\"sglang\"' --slo-ttft-s 0.5 --out "
+       "monitoring\n"},
+      {"lint",
+       "  ttft lint template.jinja --vars vars.yaml\n"
+       "  ttft lint --corpus prompts.jsonl --template template.jinja --min-hit-rate 0.5\n"
+       "  ttft lint template.jinja --vars vars.yaml --format sarif --output lint.sarif\n"},
+  };
+  std::string out = "\nExamples:\n";
+  const auto it = kExamples.find(name);
+  if (it != kExamples.end()) out += it->second;
+  out += "\n";
+  if (name == "gate") {
+    out +=
+        "Exit codes:\n"
+        "  0   Pass\n"
+        "  1   Fail: a critical criterion got worse\n"
+        "  3   Inconclusive: too few samples to tell\n"
+        "  2, 65, 69, 70, 74   an error, as for every command (ttft --help)\n";
+  } else if (name == "lint") {
+    std::string codes = kExitCodes;
+    out += codes.insert(codes.find("  2 "), "  1   the lint found violations\n");
+  } else {
+    out += kExitCodes;
+  }
+  return out;
+}
+
+// A message that already names the command ("stats: ...") is printed after
+// "ttft stats: " without repeating it.
+std::string WithoutPrefix(const std::string& message, const std::string& command) {
+  std::string m = message;
+  for (const std::string& p : {"ttft " + command + ": ", command + ": "}) {
+    while (m.rfind(p, 0) == 0) m.erase(0, p.size());
+  }
+  return m;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{
       "ttft: find out why an LLM-serving fleet's tail time-to-first-token regressed, prove it\n"
@@ -58,6 +140,27 @@ int Main(int argc, char** argv) {
   add("lint", "Lint a chat template or a prompt corpus for prefix-cache breakers",
       ttft::cli::RegisterLint);
 
+  {
+    std::string codes = kExitCodes;
+    codes.insert(codes.find("  2 "),
+                 "  1   ttft lint: violations found; ttft gate: Fail (3: Inconclusive)\n");
+    app.footer("\nRun `ttft COMMAND --help` for a command's flags and examples.\n\n" + codes);
+  }
+  for (CLI::App* sub : app.get_subcommands({})) sub->footer(Footer(sub->get_name()));
+
+  // CLI11 reads an unknown first word as a stray positional and says only that a
+  // command is required: name the unknown command instead.
+  std::string names;
+  bool known = false;
+  for (CLI::App* sub : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+    known = known || (argc > 1 && sub->get_name() == argv[1]);
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::fprintf(stderr, "ttft: unknown command '%s' (commands: %s); run ttft --help\n", argv[1],
+                 names.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -69,7 +172,7 @@ int Main(int argc, char** argv) {
       ttft::Result<int> rc = run();
       if (!rc.ok()) {
         std::fprintf(stderr, "ttft %s: %s\n", sub->get_name().c_str(),
-                     rc.status().message().c_str());
+                     WithoutPrefix(rc.status().message(), sub->get_name()).c_str());
         return ttft::ExitCodeFor(rc.status());
       }
       return *rc;
@@ -80,7 +183,8 @@ int Main(int argc, char** argv) {
       ttft::Status st = run();
       if (ttft::cli::IsExitViolation(st)) return 1;
       if (!st.ok()) {
-        std::fprintf(stderr, "ttft %s: %s\n", sub->get_name().c_str(), st.message().c_str());
+        std::fprintf(stderr, "ttft %s: %s\n", sub->get_name().c_str(),
+                     WithoutPrefix(st.message(), sub->get_name()).c_str());
         return ttft::ExitCodeFor(st);
       }
       return 0;

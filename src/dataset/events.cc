@@ -55,7 +55,9 @@ std::vector<Annotation> EventsOfSummary(const nlohmann::json& j) {
 }  // namespace dataset_internal
 
 Result<std::vector<Annotation>> ReadEvents(const std::string& path) {
-  TTFT_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path));
+  // An events file lists changes: 16 MiB is hundreds of thousands of them.
+  constexpr size_t kMaxEventsBytes = size_t{16} << 20;
+  TTFT_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path, kMaxEventsBytes));
   std::vector<Annotation> out;
   auto whole = nlohmann::json::parse(text, nullptr, false);
   if (!whole.is_discarded()) {

@@ -3,6 +3,8 @@
 #define TTFT_DATASET_INTERNAL_H_
 
 #include <nlohmann/json.hpp>
+
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,10 +18,14 @@ namespace ttft::dataset_internal {
 // usable time are left out (the simulator writes none).
 std::vector<Annotation> EventsOfSummary(const nlohmann::json& summary);
 
-// The statistics of the series of `window` whose label `by` is `group` (all series
-// without `by`): quantiles from summed histogram buckets, requests from the TTFT
-// count, the hit rate and preemptions from counters. Times, rate, KV usage and
-// replicas are left to the caller.
+// The statistics of the series of `window` that `keep` accepts: quantiles from summed
+// histogram buckets, requests from the TTFT count, the hit rate, preemptions and the
+// error rate from counters. Times, rate, KV usage and replicas are left to the caller.
+WindowStats MetricSeriesStats(const MetricSnapshot& window,
+                              const std::function<bool(const Labels&)>& keep);
+
+// MetricSeriesStats of the series whose label `by` is `group` (a series without the
+// label has the value ""; every series without `by`).
 WindowStats MetricGroupStats(const MetricSnapshot& window, const std::optional<std::string>& by,
                              const std::string& group);
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "dataset/internal.h"
@@ -157,6 +158,7 @@ std::vector<GroupSummary> StreamingStats::Finish() const {
     w.ok = g.ok;
     w.errors = g.errors;
     w.error_rate = g.requests > 0 ? static_cast<double>(g.errors) / g.requests : kMissing;
+    w.error_rate_requests = g.requests;
     if (g.last > g.first) w.request_rate_rps = static_cast<double>(g.requests) / (g.last - g.first);
     w.ttft_s = SketchTerms(g.ttft);
     w.queue_s = SketchTerms(g.queue);
@@ -165,6 +167,7 @@ std::vector<GroupSummary> StreamingStats::Finish() const {
     if (w.itl_s.available()) w.itl_s.note = kItlNote;
     w.prompt_tokens = SketchTerms(g.prompt);
     w.prefix_cache_hit_rate = PrefixCacheHitRateFromCounters(g.hits, g.queries);
+    if (!std::isnan(w.prefix_cache_hit_rate)) w.prefix_cache_query_tokens = g.queries;
     if (!std::isnan(w.prefix_cache_hit_rate)) w.hit_rate_note = kSpanHitRateNote;
     out.push_back(std::move(s));
   }
@@ -185,15 +188,15 @@ std::string GroupValue(const Labels& labels, const std::optional<std::string>& b
 }
 
 // sum by (le) over the series of one group: buckets merged by upper bound.
-TermQuantiles HistogramTerms(const MetricFamily* f, const std::optional<std::string>& by,
-                             const std::string& group) {
+TermQuantiles HistogramTerms(const MetricFamily* f,
+                             const std::function<bool(const Labels&)>& keep) {
   TermQuantiles q;
   if (f == nullptr) return q;
   std::map<double, double> by_le;
   double count = 0, sum = 0;
   bool any = false;
   for (const MetricSeries& s : f->series) {
-    if (GroupValue(s.labels, by) != group) continue;
+    if (!keep(s.labels)) continue;
     any = true;
     for (size_t i = 0; i < s.histogram.upper_bounds.size(); ++i) {
       by_le[s.histogram.upper_bounds[i]] += s.histogram.cumulative_counts[i];
@@ -234,50 +237,74 @@ TermQuantiles HistogramTerms(const MetricFamily* f, const std::optional<std::str
   return q;
 }
 
-double CounterSum(const MetricFamily* f, const std::optional<std::string>& by,
-                  const std::string& group, bool& found) {
+double CounterSum(const MetricFamily* f, const std::function<bool(const Labels&)>& keep,
+                  bool& found) {
   double v = 0;
   found = false;
   if (f == nullptr) return kMissing;
   for (const MetricSeries& s : f->series) {
-    if (GroupValue(s.labels, by) != group) continue;
+    if (!keep(s.labels)) continue;
     found = true;
     v += s.value;
   }
   return v;
 }
 
+// vLLM's finished_reason of an error: "abort" (or "error", newer versions).
+bool IsErrorReason(const Labels& labels) {
+  for (const auto& [n, v] : labels) {
+    if (n == "finished_reason") return v == "abort" || v == "error";
+  }
+  return false;
+}
+
 }  // namespace
 
 namespace dataset_internal {
 
-WindowStats MetricGroupStats(const MetricSnapshot& w, const std::optional<std::string>& by,
-                             const std::string& group) {
+WindowStats MetricSeriesStats(const MetricSnapshot& w,
+                              const std::function<bool(const Labels&)>& keep) {
   WindowStats s;
   s.from_metrics = true;
-  s.ttft_s = HistogramTerms(FindCanonical(w, CanonicalMetric::kTtft), by, group);
-  s.queue_s = HistogramTerms(FindCanonical(w, CanonicalMetric::kQueue), by, group);
-  s.prefill_s = HistogramTerms(FindCanonical(w, CanonicalMetric::kPrefill), by, group);
-  s.itl_s = HistogramTerms(FindCanonical(w, CanonicalMetric::kItl), by, group);
-  s.prompt_tokens = HistogramTerms(FindCanonical(w, CanonicalMetric::kPromptTokensHist), by, group);
+  s.ttft_s = HistogramTerms(FindCanonical(w, CanonicalMetric::kTtft), keep);
+  s.queue_s = HistogramTerms(FindCanonical(w, CanonicalMetric::kQueue), keep);
+  s.prefill_s = HistogramTerms(FindCanonical(w, CanonicalMetric::kPrefill), keep);
+  s.itl_s = HistogramTerms(FindCanonical(w, CanonicalMetric::kItl), keep);
+  s.prompt_tokens = HistogramTerms(FindCanonical(w, CanonicalMetric::kPromptTokensHist), keep);
   s.requests = s.ok = s.ttft_s.count;
   bool hf = false, qf = false;
-  const double hits =
-      CounterSum(FindCanonical(w, CanonicalMetric::kPrefixCacheHits), by, group, hf);
+  const double hits = CounterSum(FindCanonical(w, CanonicalMetric::kPrefixCacheHits), keep, hf);
   const double queries =
-      CounterSum(FindCanonical(w, CanonicalMetric::kPrefixCacheQueries), by, group, qf);
+      CounterSum(FindCanonical(w, CanonicalMetric::kPrefixCacheQueries), keep, qf);
   if (hf && qf) {
     s.prefix_cache_hit_rate = PrefixCacheHitRateFromCounters(hits, queries);
+    s.prefix_cache_query_tokens = queries;
     s.hit_rate_note = "prefix_cache_hits / prefix_cache_queries (tokens; early V1 counted blocks)";
   }
   bool pf = false;
-  const double preempt = CounterSum(FindCanonical(w, CanonicalMetric::kPreemptions), by, group, pf);
+  const double preempt = CounterSum(FindCanonical(w, CanonicalMetric::kPreemptions), keep, pf);
   if (pf) {
     s.preemptions = static_cast<int64_t>(std::llround(preempt));
     s.preemptions_per_request =
         s.requests > 0 ? preempt / static_cast<double>(s.requests) : kMissing;
   }
+  // The error rate over finished requests, by finished_reason.
+  bool ff = false, ef = false;
+  const MetricFamily* finished = FindCanonical(w, CanonicalMetric::kRequestsFinished);
+  const double all = CounterSum(finished, keep, ff);
+  const double errors = CounterSum(
+      finished, [&](const Labels& l) { return keep(l) && IsErrorReason(l); }, ef);
+  if (ff) {
+    s.error_rate_requests = static_cast<int64_t>(std::llround(all));
+    s.errors = static_cast<int64_t>(std::llround(errors));
+    s.error_rate = all > 0 ? errors / all : kMissing;
+  }
   return s;
+}
+
+WindowStats MetricGroupStats(const MetricSnapshot& w, const std::optional<std::string>& by,
+                             const std::string& group) {
+  return MetricSeriesStats(w, [&](const Labels& l) { return GroupValue(l, by) == group; });
 }
 
 }  // namespace dataset_internal

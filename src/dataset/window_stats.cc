@@ -161,6 +161,7 @@ WindowStats Finish(const SpanTable& t, double from_s, double to_s, StatsScratch&
   w.request_rate_rps = len > 0 ? static_cast<double>(w.requests) / len : kMissing;
   w.error_rate =
       w.requests > 0 ? static_cast<double>(w.errors) / static_cast<double>(w.requests) : kMissing;
+  w.error_rate_requests = w.requests;
   if (a.lean) {
     w.ttft_s.p99 = QuantileOf(a.ttft, 0.99);
     w.ttft_s.count = static_cast<int64_t>(a.ttft.size());
@@ -178,6 +179,7 @@ WindowStats Finish(const SpanTable& t, double from_s, double to_s, StatsScratch&
   }
   w.itl_max_p99_s = QuantileOf(a.itl_max, 0.99);
   w.prefix_cache_hit_rate = a.hit_prompt_sum > 0 ? a.cached_sum / a.hit_prompt_sum : kMissing;
+  if (!std::isnan(w.prefix_cache_hit_rate)) w.prefix_cache_query_tokens = a.hit_prompt_sum;
   w.cached_tokens_mean = Mean(a.cached_sum, a.cached_n);
   w.uncached_tokens_mean =
       a.cached_n > 0 ? (a.hit_prompt_sum - a.cached_sum) / a.cached_n : kMissing;
@@ -389,8 +391,22 @@ Result<std::vector<MetricGroupWindowStats>> GroupWindowStatsFromMetrics(
   return out;
 }
 
+bool MatchesSelector(const Labels& labels, LabelSelector selector) {
+  for (const auto& [name, value] : selector) {
+    bool found = false;
+    for (const auto& [n, v] : labels) {
+      if (n == name) {
+        found = v == value;
+        break;
+      }
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
 Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snapshots, double from_s,
-                                           double to_s) {
+                                           double to_s, LabelSelector selector) {
   if (snapshots.size() < 2) {
     return Status::Invalid(fmt::format(
         "metrics window [{:.0f}, {:.0f}) s: {} snapshot(s); need at least 2 to take a delta",
@@ -398,7 +414,8 @@ Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snaps
   }
   ReadReport report;
   TTFT_ASSIGN_OR_RETURN(MetricSnapshot d, WindowDelta(snapshots, report));
-  WindowStats w = dataset_internal::MetricGroupStats(d, std::nullopt, "");
+  auto keep = [selector](const Labels& l) { return MatchesSelector(l, selector); };
+  WindowStats w = dataset_internal::MetricSeriesStats(d, keep);
   w.from_s = from_s;
   w.to_s = to_s;
   const double span_s = snapshots.back().timestamp_s - snapshots.front().timestamp_s;
@@ -414,6 +431,7 @@ Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snaps
     const MetricFamily* f = FindCanonical(s, CanonicalMetric::kKvCacheUsage);
     if (f == nullptr) continue;
     for (const MetricSeries& se : f->series) {
+      if (!keep(se.labels)) continue;
       kv_sum += se.value;
       ++kv_n;
     }
@@ -425,6 +443,7 @@ Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snaps
   if (const MetricFamily* f = FindCanonical(d, CanonicalMetric::kTtft)) {
     std::vector<std::string> names;
     for (const MetricSeries& s : f->series) {
+      if (!keep(s.labels)) continue;
       const std::string* replica = nullptr;
       const std::string* instance = nullptr;
       for (const auto& [k, v] : s.labels) {

@@ -215,6 +215,84 @@ TEST(WindowStatsFromMetrics, ReplicaAndInstanceLabelsCountOnce) {
   EXPECT_EQ(w->requests, 20);
 }
 
+// The error rate from vLLM's finished-requests counter (errors: finished_reason abort
+// or error), the hit rate's token denominator, and a selector that keeps only the
+// series carrying every given label.
+TEST(WindowStatsFromMetrics, ErrorRateHitRateAndSelector) {
+  std::vector<MetricSnapshot> snaps;
+  for (int k = 0; k < 2; ++k) {
+    std::string text =
+        "# TYPE vllm:time_to_first_token_seconds histogram\n"
+        "# TYPE vllm:request_success_total counter\n"
+        "# TYPE vllm:prefix_cache_hits_total counter\n"
+        "# TYPE vllm:prefix_cache_queries_total counter\n";
+    for (const char* d : {"v1", "v2"}) {
+      const int scale = d[1] == '1' ? 1 : 3;  // v2 has three times the traffic
+      const std::string labels = fmt::format("deploy=\"{}\"", d);
+      text += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"1.0\"}} {}\n", labels,
+                          100 * k * scale);
+      text += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"+Inf\"}} {}\n", labels,
+                          100 * k * scale);
+      text += fmt::format("vllm:time_to_first_token_seconds_sum{{{}}} {}\n", labels, 10 * k);
+      text +=
+          fmt::format("vllm:time_to_first_token_seconds_count{{{}}} {}\n", labels, 100 * k * scale);
+      text += fmt::format("vllm:request_success_total{{{},finished_reason=\"stop\"}} {}\n", labels,
+                          95 * k * scale);
+      text += fmt::format("vllm:request_success_total{{{},finished_reason=\"abort\"}} {}\n", labels,
+                          5 * k * scale * scale);
+      text += fmt::format("vllm:prefix_cache_hits_total{{{}}} {}\n", labels, 600 * k * scale);
+      text += fmt::format("vllm:prefix_cache_queries_total{{{}}} {}\n", labels, 1000 * k * scale);
+    }
+    ReadReport report;
+    auto s = ParseExposition(text, {}, report);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    s->timestamp_s = 15.0 * (k + 1);
+    snaps.push_back(std::move(*s));
+  }
+  auto all = WindowStatsFromMetrics(snaps, 15, 30);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(all->requests, 400);
+  EXPECT_EQ(all->error_rate_requests, 95 + 5 + 285 + 45);
+  EXPECT_EQ(all->errors, 50);
+  EXPECT_DOUBLE_EQ(all->error_rate, 50.0 / 430);
+  EXPECT_DOUBLE_EQ(all->prefix_cache_query_tokens, 4000);
+  EXPECT_DOUBLE_EQ(all->prefix_cache_hit_rate, 0.6);
+  const std::vector<std::pair<std::string, std::string>> v2 = {{"deploy", "v2"}};
+  auto sel = WindowStatsFromMetrics(snaps, 15, 30, v2);
+  ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+  EXPECT_EQ(sel->requests, 300);
+  EXPECT_EQ(sel->error_rate_requests, 330);
+  EXPECT_EQ(sel->errors, 45);
+  EXPECT_DOUBLE_EQ(sel->prefix_cache_query_tokens, 3000);
+  const std::vector<std::pair<std::string, std::string>> none = {{"deploy", "v3"}};
+  auto empty = WindowStatsFromMetrics(snaps, 15, 30, none);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->requests, 0);
+  EXPECT_EQ(empty->error_rate_requests, 0);
+  EXPECT_TRUE(std::isnan(empty->error_rate));
+  EXPECT_TRUE(std::isnan(empty->prefix_cache_hit_rate));
+}
+
+TEST(WindowStats, ErrorRateAndHitRateDenominatorFromSpans) {
+  SpanTable t;
+  for (int i = 0; i < 10; ++i) {
+    Span s;
+    s.arrival_s = i;
+    s.ttft_s = 0.1;
+    s.prompt_tokens = 100;
+    s.cached_tokens = i < 5 ? 50 : -1;  // unknown for half of them
+    if (i == 9) s.status = RequestStatus::kError;
+    AddSpanToTable(s, t);
+  }
+  std::vector<uint32_t> rows(10);
+  for (uint32_t r = 0; r < 10; ++r) rows[r] = r;
+  WindowStats w = ComputeWindowStats(t, rows, 0, 10);
+  EXPECT_EQ(w.error_rate_requests, 10);
+  EXPECT_DOUBLE_EQ(w.error_rate, 0.1);
+  EXPECT_DOUBLE_EQ(w.prefix_cache_query_tokens, 500);
+  EXPECT_DOUBLE_EQ(w.prefix_cache_hit_rate, 0.5);
+}
+
 // Per-label-value statistics of a metric window: a series' group is its first label
 // among the alternatives (replica, then instance), the parent its region, and the
 // requests above a threshold are interpolated linearly inside the bucket holding it.

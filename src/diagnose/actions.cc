@@ -29,6 +29,34 @@ std::string Owner(std::string_view kind) {
   return "serving team";
 }
 
+// The rollback of a template deploy, naming the template and its versions: "Roll back
+// template app@v2 to app@v1 (deployed at t=1800 s on every replica)". The deploy's
+// detail is the new version ("app@v2") or the change ("v1 -> v2"); the version it
+// replaced is the template value of the same name gone in the incident, when one is.
+// Target "*" is every replica.
+std::string TemplateRollback(const Annotation& a, const std::vector<LabelChange>& changes) {
+  const std::string where = a.target == "*" || a.target.empty() ? " on every replica" : "";
+  const std::string when = fmt::format("deployed at {}{}", numfmt::TimePoint(a.at_s), where);
+  const size_t at = a.detail.find('@');
+  if (at != std::string::npos && a.detail.find(' ') == std::string::npos) {
+    const std::string prefix = a.detail.substr(0, at + 1);
+    for (const LabelChange& c : changes) {
+      if (c.dimension == "template" && c.kind == LabelChange::Kind::kGone &&
+          c.value.rfind(prefix, 0) == 0) {
+        return fmt::format("Roll back template {} to {} ({})", a.detail, c.value, when);
+      }
+    }
+    return fmt::format("Roll back template {} to its previous version ({})", a.detail, when);
+  }
+  const std::string named = where.empty() ? a.target : "";
+  if (a.detail.empty()) {
+    return fmt::format("Roll back the template deploy{} ({})", named.empty() ? "" : " of " + named,
+                       when);
+  }
+  return fmt::format("Roll back template {}{}{} ({})", named, named.empty() ? "" : " ", a.detail,
+                     when);
+}
+
 }  // namespace
 
 std::vector<Annotation> SuspectChanges(std::span<const Annotation> annotations, double onset_s,
@@ -63,12 +91,15 @@ std::vector<Action> PlanActions(const DiagnosisReport& rep) {
   };
   for (const Annotation& a : rep.suspect_changes) {
     if (covered(a)) continue;
+    const std::string undo =
+        a.kind == "deploy_template"
+            ? TemplateRollback(a, rep.label_changes)
+            : fmt::format("{} {} {} ({}{})", UndoVerb(a.kind), a.kind, a.target,
+                          numfmt::TimePoint(a.at_s), a.detail.empty() ? "" : ", " + a.detail);
     actions.push_back({"mitigate",
-                       fmt::format("{} {} {} (t={:.0f} s{}){} now, before any analysis; confirm "
+                       fmt::format("{}{} now, before any analysis; confirm "
                                    "p99 TTFT returns toward {}",
-                                   UndoVerb(a.kind), a.kind, a.target, a.at_s,
-                                   a.detail.empty() ? "" : ", " + a.detail,
-                                   UndoVerb(a.kind) == "Roll back" ? " or flip its flag" : "",
+                                   undo, UndoVerb(a.kind) == "Roll back" ? " or flip its flag" : "",
                                    Secs(rep.baseline.ttft_s.p99)),
                        Owner(a.kind), ActionSubject::kChange, a.kind, a.target});
   }

@@ -211,9 +211,11 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
   const DiagnoseOptions& o = in.options;
   // An explicit model is a preset (ValidateInput); the spans' label may not be.
   std::string model = o.model;
+  std::string unknown_model;  // the spans' model label when no preset prices it
   if (model.empty()) {
     model = MostCommonModel(*in.incident.table, rows_b);
     if (!model.empty() && !FindModel(model).ok()) {
+      unknown_model = model;
       notes.push_back(fmt::format(
           "the spans' model label \"{}\" is unknown (not a cost-model preset): the magnitude "
           "check priced the requests as the default llama-3.3-70b; give --model to choose",
@@ -237,6 +239,10 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
   const CostModel cm(*hw, CostParams{});
   m.cost_model = fmt::format("{} {} tp{} {}", hw->model.name, ToString(hw->weight_dtype), hw->tp,
                              hw->gpu.name);
+  const std::string priced = m.cost_model;  // the sentence names the unknown model itself
+  if (!unknown_model.empty()) {
+    m.cost_model += fmt::format(", standing in for the unknown model \"{}\"", unknown_model);
+  }
   const double la = in.baseline.to_s - in.baseline.from_s;
   const double lb = in.incident.to_s - in.incident.from_s;
   std::vector<ReplicaLoad> loads_a, loads_b;
@@ -294,6 +300,9 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
         "at rho {:.2f} the replica is past saturation, so the queue grows through the window and "
         "the tail is far worse than the {} change in compute per request alone",
         b.rho, X(compute_x));
+  } else if (m.verdict == "explained" && (!std::isfinite(obs) || obs < 1.25) &&
+             (!std::isfinite(pred) || pred < 1.25)) {
+    why.clear();  // nothing moved: no change to explain (below)
   } else if (m.verdict == "explained") {
     why = "the observed change is of the size the compute per request and the load imply";
   } else {
@@ -302,12 +311,23 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
         "part of the story, not all of it";
   }
   m.sentence = fmt::format(
-      "Prefill compute per request ({}): {} before, {} after ({}). Busiest replica {}: "
-      "utilisation {:.2f} -> {:.2f}. Kingman's G/G/1 wait {} -> {} (Pollaczek-Khinchine M/G/1 "
-      "{} -> {}); observed mean queue wait {} -> {} ({}). The change is {}: {}.",
-      m.cost_model, Secs(m.prefill_compute_before_s), Secs(m.prefill_compute_after_s), X(compute_x),
-      b.name, a.rho, b.rho, Wait(a.kingman_s), Wait(b.kingman_s), Wait(a.pk_s), Wait(b.pk_s),
-      Secs(a.queue_mean_s), Secs(b.queue_mean_s), X(obs), m.verdict, why);
+      "{}Prefill compute per request ({}): {} before, {} after ({}). Busiest replica {}: "
+      "utilisation {} -> {}. Kingman's G/G/1 wait {} -> {} (Pollaczek-Khinchine M/G/1 "
+      "{} -> {}); observed mean queue wait {} -> {} ({}). ",
+      unknown_model.empty()
+          ? ""
+          : fmt::format("The spans' model \"{}\" is unknown (not a cost-model preset; give "
+                        "--model): the figures below price its requests as {}, not as {}. ",
+                        unknown_model, hw->model.name, unknown_model),
+      priced, Secs(m.prefill_compute_before_s), Secs(m.prefill_compute_after_s), X(compute_x),
+      b.name, numfmt::Fixed(a.rho, 2), numfmt::Fixed(b.rho, 2), Wait(a.kingman_s),
+      Wait(b.kingman_s), Wait(a.pk_s), Wait(b.pk_s), Secs(a.queue_mean_s), Secs(b.queue_mean_s),
+      X(obs));
+  m.sentence += why.empty() ? fmt::format(
+                                  "Neither the observed wait ({}) nor the estimate ({}) grew "
+                                  "materially: there is no change here for the load to explain.",
+                                  X(obs), X(pred))
+                            : fmt::format("The change is {}: {}.", m.verdict, why);
   return m;
 }
 

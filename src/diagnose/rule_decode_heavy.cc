@@ -37,15 +37,15 @@ class DecodeHeavyRule final : public HypothesisRule {
              fmt::format("output tokens mean {} -> {} ({}), p99 {} -> {}",
                          Num(a.output_tokens_mean), Num(b.output_tokens_mean), X(out_x),
                          Num(a.output_tokens_p99), Num(b.output_tokens_p99))));
-    h.evidence.push_back(
-        Line("concurrency", a.concurrency, b.concurrency, "count",
-             fmt::format("concurrent sequences (Little's law) {:.1f} -> {:.1f} ({})", a.concurrency,
-                         b.concurrency, X(conc_x))));
+    h.evidence.push_back(Line(
+        "concurrency", a.concurrency, b.concurrency, "count",
+        fmt::format("concurrent sequences (Little's law) {} -> {} ({})",
+                    numfmt::Fixed(a.concurrency, 1), numfmt::Fixed(b.concurrency, 1), X(conc_x))));
     h.evidence.push_back(
         Line("itl_p50_s", a.itl_s.p50, b.itl_s.p50, "s",
-             fmt::format("median ITL {} -> {}; preemptions per request {:.3f} -> {:.3f}",
-                         Secs(a.itl_s.p50), Secs(b.itl_s.p50), a.preemptions_per_request,
-                         b.preemptions_per_request)));
+             fmt::format("median ITL {} -> {}; preemptions per request {} -> {}", Secs(a.itl_s.p50),
+                         Secs(b.itl_s.p50), numfmt::Fixed(a.preemptions_per_request, 3),
+                         numfmt::Fixed(b.preemptions_per_request, 3))));
     if (!ev.has_spans) {
       h.runnable = false;
       h.not_run_reason = "needs output tokens and e2e time per request (spans)";

@@ -41,7 +41,8 @@ class KvPressureRule final : public HypothesisRule {
     if (std::isfinite(b.kv_usage)) kv = Ramp(b.kv_usage, 0.85, 0.97);
     h.confidence = std::max(preempt, 0.5 * kv * preempt) * hit_flat * (1 - 0.6 * out_up);
     h.evidence.push_back(Line("preemptions_per_request", pa, pb, "count",
-                              fmt::format("preemptions per request {:.3f} -> {:.3f}", pa, pb)));
+                              fmt::format("preemptions per request {} -> {}", numfmt::Fixed(pa, 3),
+                                          numfmt::Fixed(pb, 3))));
     if (std::isfinite(a.kv_usage) || std::isfinite(b.kv_usage)) {
       h.evidence.push_back(
           Line("kv_usage", a.kv_usage, b.kv_usage, "fraction",

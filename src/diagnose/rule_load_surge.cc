@@ -35,9 +35,10 @@ class LoadSurgeRule final : public HypothesisRule {
         1 - Ramp(std::fabs(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate), 0.05, 0.2);
     h.confidence =
         Ramp(rate_x, 1.1, 1.5) * Flat(uncached_x, 1.12) * Flat(output_x, 1.12) * hit_flat;
-    h.evidence.push_back(Line("request_rate_rps", a.request_rate_rps, b.request_rate_rps, "rps",
-                              fmt::format("request rate {:.2f} -> {:.2f} rps ({})",
-                                          a.request_rate_rps, b.request_rate_rps, X(rate_x))));
+    h.evidence.push_back(
+        Line("request_rate_rps", a.request_rate_rps, b.request_rate_rps, "rps",
+             fmt::format("request rate {} -> {} rps ({})", numfmt::Fixed(a.request_rate_rps, 2),
+                         numfmt::Fixed(b.request_rate_rps, 2), X(rate_x))));
     h.evidence.push_back(
         Line("uncached_tokens_mean", a.uncached_tokens_mean, b.uncached_tokens_mean, "tokens",
              fmt::format("per request: uncached tokens {} -> {} ({}), output tokens {} -> {} ({}), "

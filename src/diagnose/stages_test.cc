@@ -494,6 +494,21 @@ TEST(PlanActions, NothingWithoutARegression) {
   EXPECT_TRUE(PlanActions(r).empty());
 }
 
+// A template deploy to every replica ("*") names the template and both versions.
+TEST(PlanActions, TemplateRollbackNamesTheTemplateAndItsVersions) {
+  DiagnosisReport r = Regression();
+  r.suspect_changes = {{1800, "deploy_template", "*", "app@v2"},
+                       {1800, "deploy_template", "*", "chat@v3"}};
+  r.label_changes = {{"template", "app@v2", LabelChange::Kind::kNew, 0.2},
+                     {"template", "app@v1", LabelChange::Kind::kGone, 0.2}};
+  const std::vector<Action> a = PlanActions(r);
+  ASSERT_GE(a.size(), 2u);
+  EXPECT_THAT(a[0].text, HasSubstr("Roll back template app@v2 to app@v1 (deployed at t=1800 s on "
+                                   "every replica) or flip its flag now"));
+  EXPECT_THAT(a[1].text, HasSubstr("Roll back template chat@v3 to its previous version"));
+  for (const Action& x : a) EXPECT_EQ(x.text.find('*'), std::string::npos) << x.text;
+}
+
 TEST(PlanActions, UndoEachSuspectChangeNotCoveredByAnother) {
   DiagnosisReport r = Regression();
   r.suspect_changes = {{1200, "drain_replica", "a,b", ""},
@@ -505,7 +520,8 @@ TEST(PlanActions, UndoEachSuspectChangeNotCoveredByAnother) {
   EXPECT_THAT(a[0].text, HasSubstr("Undrain (or replace) drain_replica a,b"));
   EXPECT_EQ(a[0].subject, ActionSubject::kChange);
   EXPECT_EQ(a[0].subject_value, "a,b");
-  EXPECT_THAT(a[1].text, HasSubstr("Roll back deploy_template app (t=1205 s, v1 -> v2) or flip"));
+  EXPECT_THAT(a[1].text,
+              HasSubstr("Roll back template app v1 -> v2 (deployed at t=1205 s) or flip"));
   EXPECT_THAT(a[1].text, HasSubstr("toward 400 ms"));
   EXPECT_EQ(a[1].owner, "app team");
   EXPECT_EQ(a[2].kind, "investigate");

@@ -10,20 +10,6 @@
 namespace ttft {
 namespace {
 
-bool Matches(const Labels& labels, std::span<const std::pair<std::string, std::string>> match) {
-  for (const auto& [name, value] : match) {
-    bool found = false;
-    for (const auto& [n, v] : labels) {
-      if (n == name) {
-        found = v == value;
-        break;
-      }
-    }
-    if (!found) return false;
-  }
-  return true;
-}
-
 // Adds the matching series of histogram family `m` of `delta` into `out`. Series with
 // other bucket bounds than the first are an error (their sum has no meaning).
 Status SumHistogram(const MetricSnapshot& delta, CanonicalMetric m,
@@ -32,7 +18,7 @@ Status SumHistogram(const MetricSnapshot& delta, CanonicalMetric m,
   const MetricFamily* f = FindCanonical(delta, m);
   if (f == nullptr || f->type != MetricType::kHistogram) return Status::Ok();
   for (const MetricSeries& s : f->series) {
-    if (!Matches(s.labels, match)) continue;
+    if (!MatchesSelector(s.labels, match)) continue;
     const HistogramValue& h = s.histogram;
     if (out.upper_bounds.empty() && out.count == 0) {
       out.upper_bounds = h.upper_bounds;
@@ -50,36 +36,17 @@ Status SumHistogram(const MetricSnapshot& delta, CanonicalMetric m,
   return Status::Ok();
 }
 
-double SumCounter(const MetricSnapshot& delta, CanonicalMetric m,
-                  std::span<const std::pair<std::string, std::string>> match,
-                  bool (*keep)(const Labels&) = nullptr) {
-  const MetricFamily* f = FindCanonical(delta, m);
-  if (f == nullptr) return kMissing;
-  double sum = 0;
-  bool any = false;
-  for (const MetricSeries& s : f->series) {
-    if (!Matches(s.labels, match)) continue;
-    any = true;
-    if (keep == nullptr || keep(s.labels)) sum += s.value;
-  }
-  return any ? sum : kMissing;
-}
-
-bool IsErrorReason(const Labels& labels) {
-  for (const auto& [n, v] : labels) {
-    if (n == "finished_reason") return v == "abort" || v == "error";
-  }
-  return false;
-}
-
 }  // namespace
 
 GateArm ArmFromSpans(const SpanTable& t, std::span<const uint32_t> rows) {
   GateArm a;
   bool model_set = false, model_mixed = false;
+  double first_s = 0, last_s = 0;
   for (uint32_t r : rows) {
-    ++a.requests;
     const double at = t.arrival_s()[r];
+    if (a.request_arrival_s.empty()) first_s = last_s = at;
+    first_s = std::min(first_s, at);
+    last_s = std::max(last_s, at);
     a.request_arrival_s.push_back(at);
     std::string_view model = t.label(r, SpanLabel::kModel);
     if (!model_set) {
@@ -88,8 +55,11 @@ GateArm ArmFromSpans(const SpanTable& t, std::span<const uint32_t> rows) {
     } else if (model != a.model) {
       model_mixed = true;
     }
+    // The samples, by WindowStats' definitions (window_stats.h): preemptions over
+    // every request, the rest over ok requests.
+    const int16_t pre = t.preemptions()[r];
+    if (pre >= 0) a.preemptions.push_back(pre);
     if (t.status()[r] != RequestStatus::kOk) {
-      ++a.errors;
       a.error_arrival_s.push_back(at);
       continue;
     }
@@ -104,16 +74,15 @@ GateArm ArmFromSpans(const SpanTable& t, std::span<const uint32_t> rows) {
     }
     if (!std::isnan(itl)) a.itl_s.push_back(itl);
     const int32_t prompt = t.prompt_tokens()[r], cached = t.cached_tokens()[r];
-    if (prompt > 0 && cached >= 0) {
+    if (prompt >= 0 && cached >= 0) {
       a.prompt_tokens.push_back(prompt);
       a.cached_tokens.push_back(cached);
     }
-    const int16_t pre = t.preemptions()[r];
-    if (pre >= 0) a.preemptions.push_back(pre);
   }
   if (model_mixed) a.model.clear();
   std::sort(a.request_arrival_s.begin(), a.request_arrival_s.end());
   std::sort(a.error_arrival_s.begin(), a.error_arrival_s.end());
+  a.stats = ComputeWindowStats(t, rows, first_s, last_s, StatsDetail::kFull);
   return a;
 }
 
@@ -139,20 +108,13 @@ Result<GateArm> ArmFromMetrics(std::span<const MetricSnapshot> snapshots,
     return Status::NotFound(
         fmt::format("no TTFT histogram series{}", sel.empty() ? "" : " matching " + sel));
   }
-  a.hit_tokens = SumCounter(delta, CanonicalMetric::kPrefixCacheHits, match);
-  a.query_tokens = SumCounter(delta, CanonicalMetric::kPrefixCacheQueries, match);
-  a.preemption_count = SumCounter(delta, CanonicalMetric::kPreemptions, match);
-  a.finished_requests = SumCounter(delta, CanonicalMetric::kRequestsFinished, match);
-  a.finished_errors = SumCounter(delta, CanonicalMetric::kRequestsFinished, match, IsErrorReason);
-  if (std::isfinite(a.finished_requests)) {
-    a.requests = static_cast<int64_t>(std::llround(a.finished_requests));
-    a.errors = static_cast<int64_t>(std::llround(a.finished_errors));
-  }
+  TTFT_ASSIGN_OR_RETURN(a.stats, WindowStatsFromMetrics(snapshots, snapshots.front().timestamp_s,
+                                                        snapshots.back().timestamp_s, match));
   // The model label of the matching TTFT series, when they agree.
   if (const MetricFamily* f = FindCanonical(delta, CanonicalMetric::kTtft)) {
     bool first = true;
     for (const MetricSeries& s : f->series) {
-      if (!Matches(s.labels, match)) continue;
+      if (!MatchesSelector(s.labels, match)) continue;
       std::string model;
       for (const auto& [n, v] : s.labels) {
         if (n == "model_name" || n == "model") model = v;

@@ -6,43 +6,58 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <span>
+#include <vector>
 
 namespace ttft {
 namespace {
 
 using testing::HasSubstr;
 
-// An arm of n ok requests with lognormal TTFT/queue/ITL scaled by `scale`, hit rate
-// `hit`, and `errors` failed requests, arrivals at 0..n-1 seconds.
-GateArm Synthetic(uint64_t seed, int n, double scale = 1, double hit = 0.8, int errors = 0,
-                  double preempt_rate = 0) {
+// A table of n ok requests with lognormal TTFT/queue/ITL scaled by `scale`, hit rate
+// `hit` and Poisson preemptions, arrivals at 0..n-1 seconds, then `errors` failed
+// requests (no preemptions).
+SpanTable SyntheticTable(uint64_t seed, int n, double scale = 1, double hit = 0.8, int errors = 0,
+                         double preempt_rate = 0) {
   std::mt19937_64 rng(seed);
   std::lognormal_distribution<double> ln(std::log(0.2), 0.6);
   std::poisson_distribution<int> pre(preempt_rate > 0 ? preempt_rate : 1);
-  GateArm a;
+  SpanTable t;
   for (int i = 0; i < n; ++i) {
-    const double at = i;
-    a.request_arrival_s.push_back(at);
-    a.ttft_s.push_back(scale * ln(rng));
-    a.ttft_arrival_s.push_back(at);
-    a.queue_s.push_back(scale * 0.1 * ln(rng));
-    a.queue_arrival_s.push_back(at);
-    a.itl_s.push_back(0.02 * ln(rng) / 0.2);
-    const double prompt = 1000;
-    a.prompt_tokens.push_back(prompt);
-    a.cached_tokens.push_back(
-        std::round(prompt * std::clamp(hit + 0.05 * (ln(rng) - 0.2), 0.0, 1.0)));
-    a.preemptions.push_back(preempt_rate > 0 ? pre(rng) : 0);
+    Span s;
+    s.arrival_s = i;
+    s.ttft_s = scale * ln(rng);
+    s.queue_s = scale * 0.1 * ln(rng);
+    s.itl_mean_s = 0.02 * ln(rng) / 0.2;
+    s.prompt_tokens = 1000;
+    s.cached_tokens = static_cast<int32_t>(
+        std::round(s.prompt_tokens * std::clamp(hit + 0.05 * (ln(rng) - 0.2), 0.0, 1.0)));
+    s.preemptions = preempt_rate > 0 ? pre(rng) : 0;
+    AddSpanToTable(s, t);
   }
-  a.requests = n + errors;
-  a.errors = errors;
   for (int i = 0; i < errors; ++i) {
-    a.request_arrival_s.push_back(n + i);
-    a.error_arrival_s.push_back(n + i);
+    Span s;
+    s.arrival_s = n + i;
+    s.status = RequestStatus::kError;
+    AddSpanToTable(s, t);
   }
-  return a;
+  return t;
+}
+
+std::vector<uint32_t> AllRows(const SpanTable& t) {
+  std::vector<uint32_t> rows(t.size());
+  for (uint32_t r = 0; r < rows.size(); ++r) rows[r] = r;
+  return rows;
+}
+
+// The arm of every request of SyntheticTable(...).
+GateArm Synthetic(uint64_t seed, int n, double scale = 1, double hit = 0.8, int errors = 0,
+                  double preempt_rate = 0) {
+  SpanTable t = SyntheticTable(seed, n, scale, hit, errors, preempt_rate);
+  return ArmFromSpans(t, AllRows(t));
 }
 
 const CriterionResult& Find(const GateResult& r, GateMetric m) {
@@ -292,7 +307,7 @@ TEST(GateMetrics, HistogramShareTest) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(b->model, "m");
   EXPECT_EQ(b->ttft_hist.count, 20000);
-  EXPECT_NEAR(b->hit_tokens / b->query_tokens, 0.8, 1e-9);
+  EXPECT_NEAR(b->stats.prefix_cache_hit_rate, 0.8, 1e-9);
   GateConfig config;
   config.criteria = {{GateMetric::kTtftP99, GateDirection::kIncrease, 1.5, 100, true},
                      {GateMetric::kPrefixCacheHitRate, GateDirection::kDecrease, 0.1, 100, true}};
@@ -319,6 +334,68 @@ TEST(GateMetrics, HistogramShareTest) {
   EXPECT_FALSE(ArmFromMetrics(std::span(same).first(1), v1).ok());
 }
 
+// The figures the gate prints and compares are WindowStats' (the one statistics
+// model `ttft stats` and `ttft diagnose` print), bit for bit.
+TEST(GateFigures, SpansAreWindowStats) {
+  SpanTable bt = SyntheticTable(1, 3000, 1, 0.8, 30, 0.2);
+  SpanTable ct = SyntheticTable(2, 700, 1.7, 0.6, 20, 0.5);
+  const WindowStats wb = ComputeWindowStats(bt, AllRows(bt), 0, 1, StatsDetail::kFull);
+  const WindowStats wc = ComputeWindowStats(ct, AllRows(ct), 0, 1, StatsDetail::kFull);
+  GateConfig config;
+  for (int m = 0; m < kNumGateMetrics; ++m) {
+    const auto metric = static_cast<GateMetric>(m);
+    config.criteria.push_back(
+        {metric, GateDirection::kEither, IsRatioMetric(metric) ? 1.5 : 0.1, 100, true});
+  }
+  GateResult r = JudgeGate(config, ArmFromSpans(bt, AllRows(bt)), ArmFromSpans(ct, AllRows(ct)));
+  auto expect = [&](GateMetric m, double want_b, double want_c, int64_t nb, int64_t nc) {
+    const CriterionResult& c = Find(r, m);
+    EXPECT_EQ(c.baseline, want_b) << ToString(m);
+    EXPECT_EQ(c.canary, want_c) << ToString(m);
+    EXPECT_EQ(c.baseline_n, nb) << ToString(m);
+    EXPECT_EQ(c.canary_n, nc) << ToString(m);
+  };
+  expect(GateMetric::kTtftP99, wb.ttft_s.p99, wc.ttft_s.p99, wb.ttft_s.count, wc.ttft_s.count);
+  expect(GateMetric::kTtftP50, wb.ttft_s.p50, wc.ttft_s.p50, wb.ttft_s.count, wc.ttft_s.count);
+  expect(GateMetric::kQueueP99, wb.queue_s.p99, wc.queue_s.p99, wb.queue_s.count, wc.queue_s.count);
+  expect(GateMetric::kItlP99, wb.itl_s.p99, wc.itl_s.p99, wb.itl_s.count, wc.itl_s.count);
+  expect(GateMetric::kErrorRate, wb.error_rate, wc.error_rate, wb.requests, wc.requests);
+  expect(GateMetric::kPrefixCacheHitRate, wb.prefix_cache_hit_rate, wc.prefix_cache_hit_rate, wb.ok,
+         wc.ok);
+  // Preemptions per request are over every request (the failed ones too).
+  expect(GateMetric::kPreemptionsPerRequest, wb.preemptions_per_request, wc.preemptions_per_request,
+         wb.requests, wc.requests);
+  EXPECT_EQ(Find(r, GateMetric::kTtftP99).effect, wc.ttft_s.p99 / wb.ttft_s.p99);
+  EXPECT_NEAR(wb.error_rate, 30.0 / 3030, 1e-12);
+}
+
+TEST(GateFigures, MetricsAreWindowStats) {
+  const std::vector<double> base = {0.5, 0.3, 0.15, 0.04, 0.01, 0};
+  const std::vector<double> slow = {0.2, 0.3, 0.2, 0.15, 0.1, 0.05};
+  const std::vector<MetricSnapshot> snaps = {Scrape(0, 0, base, 0, slow, 0.3),
+                                             Scrape(60, 20000, base, 2000, slow, 0.3)};
+  const std::vector<std::pair<std::string, std::string>> v1 = {{"deploy", "v1"}};
+  const std::vector<std::pair<std::string, std::string>> v2 = {{"deploy", "v2"}};
+  auto wb = WindowStatsFromMetrics(snaps, 0, 60, v1);
+  auto wc = WindowStatsFromMetrics(snaps, 0, 60, v2);
+  ASSERT_TRUE(wb.ok() && wc.ok());
+  auto b = ArmFromMetrics(snaps, v1);
+  auto c = ArmFromMetrics(snaps, v2);
+  ASSERT_TRUE(b.ok() && c.ok());
+  GateConfig config;
+  config.criteria = {{GateMetric::kTtftP99, GateDirection::kIncrease, 1.5, 100, true},
+                     {GateMetric::kTtftP50, GateDirection::kIncrease, 1.5, 100, true},
+                     {GateMetric::kPrefixCacheHitRate, GateDirection::kDecrease, 0.1, 100, true}};
+  GateResult r = JudgeGate(config, *b, *c);
+  EXPECT_EQ(Find(r, GateMetric::kTtftP99).baseline, wb->ttft_s.p99);
+  EXPECT_EQ(Find(r, GateMetric::kTtftP99).canary, wc->ttft_s.p99);
+  EXPECT_EQ(Find(r, GateMetric::kTtftP50).canary, wc->ttft_s.p50);
+  EXPECT_EQ(Find(r, GateMetric::kTtftP99).canary_n, 2000);
+  EXPECT_EQ(Find(r, GateMetric::kPrefixCacheHitRate).baseline, wb->prefix_cache_hit_rate);
+  EXPECT_EQ(Find(r, GateMetric::kPrefixCacheHitRate).canary, wc->prefix_cache_hit_rate);
+  EXPECT_NEAR(wc->prefix_cache_hit_rate, 0.3, 1e-12);
+}
+
 TEST(GateSelectors, Parse) {
   auto s = ParseSelector("deploy=v1,tenant=\"acme\"", "--baseline-selector");
   ASSERT_TRUE(s.ok());
@@ -343,7 +420,7 @@ TEST(GateSelectors, SelectRowsBySpanLabel) {
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(*rows, (std::vector<uint32_t>{1, 3, 5, 7, 9}));
   GateArm a = ArmFromSpans(t, *rows);
-  EXPECT_EQ(a.requests, 5);
+  EXPECT_EQ(a.stats.requests, 5);
   EXPECT_EQ(a.model, "m");
   const std::vector<std::pair<std::string, std::string>> bad = {{"pod", "x"}};
   EXPECT_FALSE(SelectRows(t, bad).ok());
@@ -386,19 +463,14 @@ GateVerdict RunLooks(uint64_t seed, double scale, int looks, int n_per_look, int
   GateConfig c = DefaultGateConfig();
   c.bootstrap_resamples = 100;  // the fixed judge's report only; keeps the test fast
   GateArm baseline = Synthetic(seed, 5000);
-  GateArm canary_all = Synthetic(seed + 1000003, looks * n_per_look, scale);
+  SpanTable canary_all = SyntheticTable(seed + 1000003, looks * n_per_look, scale);
+  const std::vector<uint32_t> rows = AllRows(canary_all);
   SequentialGate state;
   GateResult r;
   for (int look = 1; look <= looks; ++look) {
     // The canary so far: the first look * n_per_look requests (arrivals 0..).
-    GateArm canary = canary_all;
-    const size_t n = static_cast<size_t>(look * n_per_look);
-    canary.ttft_s.resize(n);
-    canary.ttft_arrival_s.resize(n);
-    canary.queue_s.resize(n);
-    canary.queue_arrival_s.resize(n);
-    canary.request_arrival_s.resize(n);
-    canary.requests = static_cast<int64_t>(n);
+    const size_t n = static_cast<size_t>(look) * static_cast<size_t>(n_per_look);
+    GateArm canary = ArmFromSpans(canary_all, std::span(rows).first(n));
     r = LookSequential(c, baseline, canary, nullptr, look == looks, state);
     if (r.verdict == GateVerdict::kFail) {
       if (fail_look) *fail_look = look;

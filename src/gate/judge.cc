@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "ttft/gate.h"
 
@@ -45,6 +44,8 @@ double NormalQuantile(double p) {
 double UpperTail(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
 
 double QuantileOf(GateMetric m) { return m == GateMetric::kTtftP50 ? 0.5 : 0.99; }
+// The index of QuantileOf(m) in TermQuantiles::kQs.
+size_t QuantileIndex(GateMetric m) { return m == GateMetric::kTtftP50 ? 0 : 2; }
 
 bool Increases(GateDirection d) { return d != GateDirection::kDecrease; }
 bool Decreases(GateDirection d) { return d != GateDirection::kIncrease; }
@@ -54,6 +55,15 @@ const std::vector<double>& SpanValues(const GateArm& arm, GateMetric m) {
     case GateMetric::kQueueP99: return arm.queue_s;
     case GateMetric::kItlP99: return arm.itl_s;
     default: return arm.ttft_s;
+  }
+}
+
+// The arm's figures of the quantity a quantile metric compares.
+const TermQuantiles& TermOf(const GateArm& arm, GateMetric m) {
+  switch (m) {
+    case GateMetric::kQueueP99: return arm.stats.queue_s;
+    case GateMetric::kItlP99: return arm.stats.itl_s;
+    default: return arm.stats.ttft_s;
   }
 }
 
@@ -121,27 +131,21 @@ double CountAbove(const GateHistogram& h, double bound) {
   return 0;
 }
 
-std::vector<Bucket> BucketsOf(const GateHistogram& h) {
-  std::vector<Bucket> out;
-  for (size_t i = 0; i < h.upper_bounds.size(); ++i) {
-    out.push_back({h.upper_bounds[i], h.cumulative_counts[i]});
-  }
-  out.push_back({INFINITY, h.count});
-  return out;
-}
-
 void JudgeQuantile(const GateConfig& config, const GateArm& b, const GateArm& c,
                    CriterionResult& r) {
   const GateMetric m = r.criterion.metric;
   const double q = QuantileOf(m);
   const double t = r.criterion.threshold;
   const std::string what = fmt::format("{} ratio", ToString(m));
+  const TermQuantiles& tb = TermOf(b, m);
+  const TermQuantiles& tc = TermOf(c, m);
   if (b.from_metrics || c.from_metrics) {
     const GateHistogram& hb = HistOf(b, m);
     const GateHistogram& hc = HistOf(c, m);
-    if (NoData(r, static_cast<int64_t>(hb.count), static_cast<int64_t>(hc.count), what)) return;
-    BucketQuantile qb = HistogramQuantile(q, BucketsOf(hb));
-    BucketQuantile qc = HistogramQuantile(q, BucketsOf(hc));
+    if (NoData(r, tb.count, tc.count, what)) return;
+    // The quantiles and the buckets they lie in, as WindowStats has them.
+    const BucketQuantile& qb = tb.buckets[QuantileIndex(m)];
+    const BucketQuantile& qc = tc.buckets[QuantileIndex(m)];
     r.baseline = qb.value;
     r.canary = qc.value;
     r.effect = qc.value / qb.value;
@@ -182,24 +186,18 @@ void JudgeQuantile(const GateConfig& config, const GateArm& b, const GateArm& c,
   }
   const std::vector<double>& vb = SpanValues(b, m);
   const std::vector<double>& vc = SpanValues(c, m);
-  if (NoData(r, static_cast<int64_t>(vb.size()), static_cast<int64_t>(vc.size()), what)) return;
+  if (NoData(r, tb.count, tc.count, what)) return;
+  // The quantiles (type 7) and their ratio from WindowStats; the interval by
+  // resampling the values behind them.
+  r.baseline = tb.at(QuantileIndex(m));
+  r.canary = tc.at(QuantileIndex(m));
+  r.effect = r.baseline != 0 ? r.canary / r.baseline : kMissing;
   BootstrapOptions bo;
   bo.resamples = config.bootstrap_resamples;
   bo.level = config.confidence;
   ConfidenceInterval ci = BootstrapQuantileRatioCI(vc, vb, q, bo);
-  r.effect = ci.estimate;
   r.effect_lower = ci.lower;
   r.effect_upper = ci.upper;
-  // The quantiles themselves (type 7), for the report.
-  auto quantile = [q](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    double h = (v.size() - 1) * q;
-    size_t lo = static_cast<size_t>(std::floor(h));
-    size_t hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (h - lo) * (v[hi] - v[lo]);
-  };
-  r.baseline = quantile(vb);
-  r.canary = quantile(vc);
   MannWhitneyResult mw = MannWhitney(vc, vb, config.confidence);
   r.mw_p = mw.p_value;
   r.hl_shift = mw.shift;
@@ -217,18 +215,20 @@ void JudgeHitRate(const GateConfig& config, const GateArm& b, const GateArm& c,
   const std::string what = "prefix-cache hit rate change";
   const double z = NormalQuantile((1 + config.confidence) / 2);
   const double t = r.criterion.threshold;
+  const WindowStats& wb = b.stats;
+  const WindowStats& wc = c.stats;
   if (b.from_metrics || c.from_metrics) {
-    if (!std::isfinite(b.query_tokens) || !std::isfinite(c.query_tokens)) {
+    const double nb = wb.prefix_cache_query_tokens, nc = wc.prefix_cache_query_tokens;
+    if (std::isnan(nb) || std::isnan(nc)) {
       r.label = GateLabel::kNoData;
       r.rule = "no prefix-cache counters (hits and queries) in an arm's series";
       return;
     }
-    if (NoData(r, static_cast<int64_t>(b.query_tokens), static_cast<int64_t>(c.query_tokens),
-               what + " (tokens)")) {
+    if (NoData(r, static_cast<int64_t>(nb), static_cast<int64_t>(nc), what + " (tokens)")) {
       return;
     }
-    double pb = b.hit_tokens / b.query_tokens, pc = c.hit_tokens / c.query_tokens;
-    double se = std::sqrt(pb * (1 - pb) / b.query_tokens + pc * (1 - pc) / c.query_tokens);
+    const double pb = wb.prefix_cache_hit_rate, pc = wc.prefix_cache_hit_rate;
+    double se = std::sqrt(pb * (1 - pb) / nb + pc * (1 - pc) / nc);
     r.baseline = pb;
     r.canary = pc;
     r.effect = pc - pb;
@@ -243,31 +243,25 @@ void JudgeHitRate(const GateConfig& config, const GateArm& b, const GateArm& c,
     const auto& cb = b.cached_tokens;
     const auto& cc = c.cached_tokens;
     if (NoData(r, static_cast<int64_t>(cb.size()), static_cast<int64_t>(cc.size()), what)) return;
-    // Ratio estimator sum(cached) / sum(prompt) and its delta-method variance
-    // (Cochran, Sampling Techniques, 3rd ed., 6.3).
-    auto ratio = [](const std::vector<double>& cached, const std::vector<double>& prompt,
-                    double& var) {
+    // The ratio estimator R = sum(cached) / sum(prompt) is WindowStats' hit rate; its
+    // delta-method variance from the requests' residuals cached - R prompt (Cochran,
+    // Sampling Techniques, 3rd ed., 6.3).
+    auto variance = [](const std::vector<double>& cached, const std::vector<double>& prompt,
+                       const WindowStats& w) {
       const double n = static_cast<double>(cached.size());
-      double sc = std::accumulate(cached.begin(), cached.end(), 0.0);
-      double sp = std::accumulate(prompt.begin(), prompt.end(), 0.0);
-      if (sp <= 0) {
-        var = kMissing;
-        return kMissing;
-      }
-      double rr = sc / sp, ss = 0;
+      const double rr = w.prefix_cache_hit_rate;
+      double ss = 0;
       for (size_t i = 0; i < cached.size(); ++i) {
         double e = cached[i] - rr * prompt[i];
         ss += e * e;
       }
-      double mean_p = sp / n;
-      var = ss / std::max(1.0, n - 1) / (n * mean_p * mean_p);
-      return rr;
+      const double mean_p = w.prefix_cache_query_tokens / n;
+      return ss / std::max(1.0, n - 1) / (n * mean_p * mean_p);
     };
-    double vb = 0, vc = 0;
-    r.baseline = ratio(cb, b.prompt_tokens, vb);
-    r.canary = ratio(cc, c.prompt_tokens, vc);
+    r.baseline = wb.prefix_cache_hit_rate;
+    r.canary = wc.prefix_cache_hit_rate;
     r.effect = r.canary - r.baseline;
-    double se = std::sqrt(vb + vc);
+    double se = std::sqrt(variance(cb, b.prompt_tokens, wb) + variance(cc, c.prompt_tokens, wc));
     r.effect_lower = r.effect - z * se;
     r.effect_upper = r.effect + z * se;
     r.method = fmt::format("ratio estimator with delta-method variance, {:g}% interval",
@@ -284,17 +278,20 @@ void JudgeHitRate(const GateConfig& config, const GateArm& b, const GateArm& c,
 void JudgeErrorRate(const GateConfig& config, const GateArm& b, const GateArm& c,
                     CriterionResult& r) {
   const std::string what = "error rate change";
-  if (NoData(r, b.requests, c.requests, what)) return;
+  const WindowStats& wb = b.stats;
+  const WindowStats& wc = c.stats;
+  if (NoData(r, wb.error_rate_requests, wc.error_rate_requests, what)) return;
   const double z = NormalQuantile((1 + config.confidence) / 2);
-  double nb = static_cast<double>(b.requests), nc = static_cast<double>(c.requests);
-  double pb = b.errors / nb, pc = c.errors / nc;
-  r.baseline = pb;
-  r.canary = pc;
-  r.effect = pc - pb;
+  const double nb = static_cast<double>(wb.error_rate_requests);
+  const double nc = static_cast<double>(wc.error_rate_requests);
+  r.baseline = wb.error_rate;
+  r.canary = wc.error_rate;
+  r.effect = r.canary - r.baseline;
   // Wald interval with the Agresti-Caffo adjustment (add one success and one failure
   // to each arm; Agresti & Caffo, Am. Stat. 54 (2000)) so that zero errors still give
   // a non-degenerate interval.
-  double ab = (b.errors + 1) / (nb + 2), ac = (c.errors + 1) / (nc + 2);
+  const double ab = (static_cast<double>(wb.errors) + 1) / (nb + 2);
+  const double ac = (static_cast<double>(wc.errors) + 1) / (nc + 2);
   double se = std::sqrt(ab * (1 - ab) / (nb + 2) + ac * (1 - ac) / (nc + 2));
   double center = ac - ab;
   r.effect_lower = center - z * se;
@@ -308,19 +305,23 @@ void JudgePreemptions(const GateConfig& config, const GateArm& b, const GateArm&
                       CriterionResult& r) {
   const std::string what = "preemptions per request change";
   const double z = NormalQuantile((1 + config.confidence) / 2);
+  const WindowStats& wb = b.stats;
+  const WindowStats& wc = c.stats;
   if (b.from_metrics || c.from_metrics) {
-    if (!std::isfinite(b.preemption_count) || !std::isfinite(c.preemption_count)) {
+    // WindowStats: the preemption counter's increase over the requests (TTFT count);
+    // NaN without the counter.
+    auto no_counter = [](const WindowStats& w) {
+      return std::isnan(w.preemptions_per_request) && w.requests > 0;
+    };
+    if (no_counter(wb) || no_counter(wc)) {
       r.label = GateLabel::kNoData;
       r.rule = "no preemption counter in an arm's series";
       return;
     }
-    if (NoData(r, static_cast<int64_t>(b.ttft_hist.count), static_cast<int64_t>(c.ttft_hist.count),
-               what)) {
-      return;
-    }
-    double nb = b.ttft_hist.count, nc = c.ttft_hist.count;
-    r.baseline = b.preemption_count / nb;
-    r.canary = c.preemption_count / nc;
+    if (NoData(r, wb.requests, wc.requests, what)) return;
+    const double nb = static_cast<double>(wb.requests), nc = static_cast<double>(wc.requests);
+    r.baseline = wb.preemptions_per_request;
+    r.canary = wc.preemptions_per_request;
     r.effect = r.canary - r.baseline;
     // Poisson counts: var(mean) = mean / n.
     double se = std::sqrt(r.baseline / nb + r.canary / nc);
@@ -331,18 +332,18 @@ void JudgePreemptions(const GateConfig& config, const GateArm& b, const GateArm&
     const auto& vb = b.preemptions;
     const auto& vc = c.preemptions;
     if (NoData(r, static_cast<int64_t>(vb.size()), static_cast<int64_t>(vc.size()), what)) return;
-    auto mean_var = [](const std::vector<double>& v, double& var) {
-      double n = static_cast<double>(v.size());
-      double m = std::accumulate(v.begin(), v.end(), 0.0) / n, ss = 0;
-      for (double x : v) ss += (x - m) * (x - m);
-      var = ss / std::max(1.0, n - 1) / n;
-      return m;
+    // The means are WindowStats' preemptions per request (over the same requests);
+    // the variance of each mean from the values.
+    auto variance = [](const std::vector<double>& v, double mean) {
+      const double n = static_cast<double>(v.size());
+      double ss = 0;
+      for (double x : v) ss += (x - mean) * (x - mean);
+      return ss / std::max(1.0, n - 1) / n;
     };
-    double varb = 0, varc = 0;
-    r.baseline = mean_var(vb, varb);
-    r.canary = mean_var(vc, varc);
+    r.baseline = wb.preemptions_per_request;
+    r.canary = wc.preemptions_per_request;
     r.effect = r.canary - r.baseline;
-    double se = std::sqrt(varb + varc);
+    double se = std::sqrt(variance(vb, r.baseline) + variance(vc, r.canary));
     r.effect_lower = r.effect - z * se;
     r.effect_upper = r.effect + z * se;
     r.method =

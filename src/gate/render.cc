@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ttft/format.h"
 #include "ttft/gate.h"
 
 namespace ttft {
@@ -97,7 +98,7 @@ std::string EffectText(const CriterionResult& c) {
 
 std::string RenderText(const GateResult& r) {
   std::string out = fmt::format("verdict: {} (exit {})\nreason: {}\n\n", ToString(r.verdict),
-                                GateExitCode(r.verdict), r.reason);
+                                GateExitCode(r.verdict), escape::Terminal(r.reason));
   out += fmt::format("{:<24} {:<7} {:>10} {:>10} {:>28} {:>9}  {}\n", "criterion", "label",
                      "baseline", "canary", "effect [interval]", "n(c)", "critical");
   for (const CriterionResult& c : r.criteria) {
@@ -108,12 +109,12 @@ std::string RenderText(const GateResult& r) {
   }
   out += "\n";
   for (const CriterionResult& c : r.criteria) {
-    out += fmt::format("{}: {}\n", ToString(c.criterion.metric), c.rule);
+    out += fmt::format("{}: {}\n", ToString(c.criterion.metric), escape::Terminal(c.rule));
     if (std::isfinite(c.mw_p)) {
       out += fmt::format("  Mann-Whitney p = {:.3g}, Hodges-Lehmann shift {} s [{}, {}]\n", c.mw_p,
                          Fmt(c.hl_shift), Fmt(c.hl_lower), Fmt(c.hl_upper));
     }
-    if (!c.method.empty()) out += fmt::format("  method: {}\n", c.method);
+    if (!c.method.empty()) out += fmt::format("  method: {}\n", escape::Terminal(c.method));
   }
   if (!r.sequential.is_null()) {
     out += fmt::format("\nsequential test: look {}, alpha {}\n", r.sequential["looks"].dump(),
@@ -184,18 +185,9 @@ std::string RenderGithub(const GateResult& r) {
   return out;
 }
 
-std::string Md(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '|')
-      out += "\\|";
-    else if (ch == '\n')
-      out += ' ';
-    else
-      out += ch;
-  }
-  return out;
-}
+// Markdown text from a result: the reason and rules quote the config's names and
+// the data's labels (ttft/format.h).
+std::string Md(std::string_view s) { return escape::Markdown(s); }
 
 std::string RenderMarkdown(const GateResult& r) {
   const char* icon = r.verdict == GateVerdict::kPass   ? ":white_check_mark:"

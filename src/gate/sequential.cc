@@ -20,14 +20,6 @@ double WilsonUpper(double k, double n, double z) {
   return std::min(1.0, center + half);
 }
 
-double Quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  double h = (v.size() - 1) * q;
-  size_t lo = static_cast<size_t>(std::floor(h));
-  size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (h - lo) * (v[hi] - v[lo]);
-}
-
 // The one-sided 99.5% normal quantile for p0's Wilson bound.
 constexpr double kP0Z = 2.5758293035489004;
 
@@ -66,13 +58,10 @@ double HistCountAbove(const GateHistogram& h, double bound) {
   return 0;
 }
 
-// The upper bucket bound of the histogram's p99 (NaN when in +Inf).
-double P99BucketBound(const GateHistogram& h) {
-  std::vector<Bucket> b;
-  for (size_t i = 0; i < h.upper_bounds.size(); ++i)
-    b.push_back({h.upper_bounds[i], h.cumulative_counts[i]});
-  b.push_back({INFINITY, h.count});
-  BucketQuantile q = HistogramQuantile(0.99, b);
+// The upper bound of the bucket WindowStats puts the p99 in (NaN when in +Inf).
+double P99BucketBound(const TermQuantiles& t) {
+  static_assert(TermQuantiles::kQs[2] == 0.99);
+  const BucketQuantile& q = t.buckets[2];
   return q.in_inf_bucket ? NAN : q.upper_bound;
 }
 
@@ -178,38 +167,30 @@ GateResult LookSequential(const GateConfig& config, const GateArm& baseline, con
   const bool metrics = baseline.from_metrics || canary.from_metrics;
   // First look with enough baseline: fix each stream's bound and p0.
   if (state.streams.empty()) {
-    if (has(GateMetric::kTtftP99)) {
+    // The bound of a latency stream: the baseline's p99 from WindowStats (exact for
+    // spans, its bucket's upper bound for metrics); p0 from the baseline's own
+    // samples above it.
+    auto latency_stream = [&](GateMetric m, const char* name, const TermQuantiles& t,
+                              const GateHistogram& hist, const std::vector<double>& values) {
+      if (!has(m) || t.count < std::max<int64_t>(500, min_for(m))) return;
       if (metrics) {
-        double b = P99BucketBound(baseline.ttft_hist);
-        if (baseline.ttft_hist.count >= std::max<int64_t>(500, min_for(GateMetric::kTtftP99)) &&
-            std::isfinite(b)) {
-          state.streams.push_back(MakeStream("ttft_p99", b, HistCountAbove(baseline.ttft_hist, b),
-                                             baseline.ttft_hist.count));
+        const double b = P99BucketBound(t);
+        if (std::isfinite(b)) {
+          state.streams.push_back(MakeStream(name, b, HistCountAbove(hist, b), hist.count));
         }
-      } else if (static_cast<int64_t>(baseline.ttft_s.size()) >=
-                 std::max<int64_t>(500, min_for(GateMetric::kTtftP99))) {
-        double b = Quantile(baseline.ttft_s, 0.99);
-        state.streams.push_back(MakeStream("ttft_p99", b, CountAboveSorted(baseline.ttft_s, b),
-                                           baseline.ttft_s.size()));
+      } else {
+        state.streams.push_back(MakeStream(name, t.p99, CountAboveSorted(values, t.p99),
+                                           static_cast<double>(values.size())));
       }
-    }
-    if (has(GateMetric::kQueueP99)) {
-      if (metrics) {
-        double b = P99BucketBound(baseline.queue_hist);
-        if (baseline.queue_hist.count >= std::max<int64_t>(500, min_for(GateMetric::kQueueP99)) &&
-            std::isfinite(b)) {
-          state.streams.push_back(MakeStream("queue_p99", b, HistCountAbove(baseline.queue_hist, b),
-                                             baseline.queue_hist.count));
-        }
-      } else if (static_cast<int64_t>(baseline.queue_s.size()) >=
-                 std::max<int64_t>(500, min_for(GateMetric::kQueueP99))) {
-        double b = Quantile(baseline.queue_s, 0.99);
-        state.streams.push_back(MakeStream("queue_p99", b, CountAboveSorted(baseline.queue_s, b),
-                                           baseline.queue_s.size()));
-      }
-    }
-    if (has(GateMetric::kErrorRate) && baseline.requests >= min_for(GateMetric::kErrorRate)) {
-      state.streams.push_back(MakeStream("error_rate", NAN, baseline.errors, baseline.requests));
+    };
+    latency_stream(GateMetric::kTtftP99, "ttft_p99", baseline.stats.ttft_s, baseline.ttft_hist,
+                   baseline.ttft_s);
+    latency_stream(GateMetric::kQueueP99, "queue_p99", baseline.stats.queue_s, baseline.queue_hist,
+                   baseline.queue_s);
+    const WindowStats& wb = baseline.stats;
+    if (has(GateMetric::kErrorRate) && wb.error_rate_requests >= min_for(GateMetric::kErrorRate)) {
+      state.streams.push_back(MakeStream("error_rate", NAN, static_cast<double>(wb.errors),
+                                         static_cast<double>(wb.error_rate_requests)));
     }
   }
   // Feed the canary's new observations.
@@ -224,8 +205,8 @@ GateResult LookSequential(const GateConfig& config, const GateArm& baseline, con
         n = static_cast<int64_t>(inc.queue_hist.count);
         k = static_cast<int64_t>(HistCountAbove(inc.queue_hist, s.bound));
       } else {
-        n = inc.requests;
-        k = inc.errors;
+        n = inc.stats.error_rate_requests;
+        k = inc.stats.errors;
       }
     } else if (s.name == "ttft_p99") {
       NewSince(canary.ttft_s, canary.ttft_arrival_s, last, s.bound, n, k);

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ttft/format.h"
 #include "ttft/lint.h"
 
 namespace ttft {
@@ -187,21 +188,22 @@ Result<std::string> FormatTemplateReport(const TemplateLintReport& r, std::strin
                    r.cacheable_prefix_tokens, r.cacheable_prefix_blocks,
                    r.cacheable_prefix_blocks == 1 ? "" : "s", r.block_size);
   if (r.first_non_static_byte >= 0) {
-    o += fmt::format("  first non-static content: {} ({}) at byte {}", r.offender, r.offender_class,
-                     r.first_non_static_byte);
+    o += fmt::format("  first non-static content: {} ({}) at byte {}", escape::Terminal(r.offender),
+                     escape::Terminal(r.offender_class), r.first_non_static_byte);
     if (r.offender_pos.line > 0) {
       o += fmt::format(", emitted at {}:{}:{}", r.template_path, r.offender_pos.line,
                        r.offender_pos.column);
     }
-    o += fmt::format("\n    {}\n", r.excerpt);
+    o += fmt::format("\n    {}\n", escape::Terminal(r.excerpt));
   } else {
     o += "  the whole rendered prompt is static\n";
   }
   for (const Finding& f : r.findings) {
     o += fmt::format("  {} {} {}:{}:{}: {}\n", LevelName(f.level), f.rule_id, r.template_path,
-                     std::max(1, f.pos.line), std::max(1, f.pos.column), f.message);
+                     std::max(1, f.pos.line), std::max(1, f.pos.column),
+                     escape::Terminal(f.message));
   }
-  for (const std::string& n : r.notes) o += "  note: " + n + "\n";
+  for (const std::string& n : r.notes) o += "  note: " + escape::Terminal(n) + "\n";
   return o;
 }
 
@@ -260,13 +262,13 @@ Result<std::string> FormatCorpusReport(const CorpusReport& r, std::string_view f
         s.where.shared_tokens, s.where.prompts,
         p.prompts ? 100.0 * static_cast<double>(s.where.prompts) / static_cast<double>(p.prompts)
                   : 0.0,
-        s.where.branches, s.line, s.shared_tail);
+        s.where.branches, s.line, escape::Terminal(s.shared_tail));
     for (const auto& [text, n] : s.continuations) {
-      o += fmt::format("      -> {}... ({} prompts)\n", text, n);
+      o += fmt::format("      -> {}... ({} prompts)\n", escape::Terminal(text), n);
     }
   }
   for (const Finding& f : r.findings) {
-    o += fmt::format("  {} {}: {}\n", LevelName(f.level), f.rule_id, f.message);
+    o += fmt::format("  {} {}: {}\n", LevelName(f.level), f.rule_id, escape::Terminal(f.message));
   }
   return o;
 }

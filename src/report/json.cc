@@ -112,7 +112,7 @@ nlohmann::json ReportJson(const DiagnosisReport& r) {
     actions.push_back({{"kind", a.kind}, {"text", a.text}, {"owner", a.owner}});
   }
   nlohmann::json contributions = nlohmann::json::array();
-  for (const Contribution& c : r.contributions) contributions.push_back(report::Sentence(c));
+  for (const Contribution& c : r.contributions) contributions.push_back(report::Sentence(r, c));
   nlohmann::json label_changes = nlohmann::json::array();
   for (const LabelChange& c : r.label_changes) label_changes.push_back(ToString(c));
   nlohmann::json ann = nlohmann::json::array(), sus = nlohmann::json::array();

@@ -1,7 +1,10 @@
 // The Markdown renderer of a DiagnosisReport (ttft/report.h): ready to paste into a
-// postmortem.
+// postmortem. Every string of the report passes through escape::Markdown
+// (ttft/format.h): labels, event fields and file names come from data, and the
+// sentences quote them, so none may open markup in GitHub-flavoured Markdown.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <string>
 
 #include "report/tables.h"
@@ -10,8 +13,7 @@
 
 namespace ttft {
 
-using numfmt::Pct;
-using report::Sentence;
+using escape::Markdown;
 using report::Symptoms;
 using report::SymRow;
 using report::Terms;
@@ -19,14 +21,20 @@ using report::Terms;
 std::string RenderMarkdown(const DiagnosisReport& r) {
   std::string o;
   o += "# TTFT regression diagnosis\n\n";
-  o += fmt::format("**Verdict: `{}`** — {}\n\n", ToString(r.verdict), r.verdict_reason);
-  if (!r.sources.empty()) o += fmt::format("Inputs: {}\n\n", fmt::join(r.sources, ", "));
+  o += fmt::format("**Verdict: `{}`** — {}\n\n", ToString(r.verdict), Markdown(r.verdict_reason));
+  if (!r.sources.empty()) {
+    o += "Inputs: ";
+    for (size_t i = 0; i < r.sources.size(); ++i) {
+      o += (i == 0 ? "" : ", ") + Markdown(r.sources[i]);
+    }
+    o += "\n\n";
+  }
   if (r.verdict == Verdict::kRegression) {
     o += "## 1. Mitigate now\n\n";
     bool any = false;
     for (const Action& a : r.actions) {
       if (a.kind != "mitigate") continue;
-      o += fmt::format("- {} (owner: {})\n", a.text, a.owner);
+      o += fmt::format("- {} (owner: {})\n", Markdown(a.text), Markdown(a.owner));
       any = true;
     }
     if (!any) o += "- No change near the onset is known; apply the top hypothesis' fix.\n";
@@ -34,18 +42,21 @@ std::string RenderMarkdown(const DiagnosisReport& r) {
   }
   o += "## 2. Symptoms\n\n| symptom | baseline | incident | change |\n|---|---|---|---|\n";
   for (const SymRow& s : Symptoms(r)) {
-    o += fmt::format("| {} | {} | {} | {} |\n", s.name, s.before, s.after, s.change);
+    o += fmt::format("| {} | {} | {} | {} |\n", Markdown(s.name), Markdown(s.before),
+                     Markdown(s.after), Markdown(s.change));
   }
   const Decomposition& d = r.decomposition;
   o += "\n## 3. Decomposition\n\nTTFT = front end + queue + prefill, p50 / p90 / p99.\n\n";
   o += "| term | baseline | incident | share of the tail increase |\n|---|---|---|---|\n";
   o += fmt::format("| TTFT | {} | {} | |\n", Terms(d.before_ttft), Terms(d.after_ttft));
+  const report::TermShares sh = report::Shares(r);
   o += fmt::format("| front end | {} | {} | {} |\n", Terms(d.before_front_end),
-                   Terms(d.after_front_end), Pct(d.share_front_end));
+                   Terms(d.after_front_end), Markdown(sh.front_end));
   o += fmt::format("| queue | {} | {} | {} |\n", Terms(d.before_queue), Terms(d.after_queue),
-                   Pct(d.share_queue));
+                   Markdown(sh.queue));
   o += fmt::format("| prefill | {} | {} | {} |\n", Terms(d.before_prefill), Terms(d.after_prefill),
-                   Pct(d.share_prefill));
+                   Markdown(sh.prefill));
+  if (!report::StatesShares(r)) o += fmt::format("\n{}.\n", Markdown(report::SharesWithheld(r)));
   o += "\n## 4. Ranked hypotheses\n\n";
   if (!r.hypotheses_assessed) {
     o += "Not assessable: too few requests for a p99 (see the verdict); no cause is ranked.\n";
@@ -53,39 +64,53 @@ std::string RenderMarkdown(const DiagnosisReport& r) {
   int i = 0;
   for (const Hypothesis& h : r.hypotheses) {
     ++i;
-    o += fmt::format("{}. **`{}`** (confidence {:.2f}) — {}\n", i, h.id, h.confidence, h.title);
+    // The id is the rule registry's constant (no data), code-spanned.
+    o += fmt::format("{}. **`{}`** (confidence {:.2f}) — {}\n", i, h.id, h.confidence,
+                     Markdown(h.title));
     if (i <= 3) {
-      for (const EvidenceLine& e : h.evidence) o += fmt::format("   - {}\n", e.sentence);
-      o += fmt::format("   - *Splitting metric:* {}\n   - *Next check:* {}\n", h.splitting_metric,
-                       h.next_check);
+      for (const EvidenceLine& e : h.evidence) o += fmt::format("   - {}\n", Markdown(e.sentence));
+      o += fmt::format("   - *Splitting metric:* {}\n   - *Next check:* {}\n",
+                       Markdown(h.splitting_metric), Markdown(h.next_check));
     }
   }
   o += "\n## 5. Where it lives\n\n";
-  for (const Contribution& c : r.contributions) o += fmt::format("- {}\n", Sentence(c));
-  for (const LabelChange& c : r.label_changes) o += fmt::format("- {}\n", ToString(c));
+  if (r.hypotheses_assessed && !report::StatesShares(r)) {
+    o += r.contributions.empty()
+             ? "No significant tail increase to locate.\n\n"
+             : "No significant tail increase to locate; the groups whose p99 moved most:\n\n";
+  }
+  for (const std::string& line : report::WhereItLives(r)) {
+    o += fmt::format("- {}\n", Markdown(line));
+  }
   if (!r.hypotheses_assessed) {
     o += "- Not assessed: too few requests to credit any group with a tail increase.\n";
-  } else if (r.contributions.empty() && r.label_changes.empty()) {
+  } else if (report::StatesShares(r) && r.contributions.empty() && r.label_changes.empty()) {
     o += "- No single group holds most of the tail increase.\n";
   }
   o += "\n## 6. Why the magnitude fits\n\n";
-  o += (r.magnitude.available ? r.magnitude.sentence : std::string("Not estimated.")) + "\n";
+  o += (r.magnitude.available ? Markdown(r.magnitude.sentence) : std::string("Not estimated.")) +
+       "\n";
   o += "\n## 7. Fix and prevention\n\n";
-  if (r.actions.empty()) o += "Nothing to fix: no regression.\n";
+  if (r.actions.empty()) {
+    std::string nothing = report::NothingToFix(r);
+    nothing[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(nothing[0])));
+    o += nothing + ".\n";
+  }
   for (const Action& a : r.actions) {
     if (a.kind == "mitigate") continue;
-    o += fmt::format("- **{}**: {}{}\n", a.kind, a.text,
-                     a.owner.empty() ? "" : fmt::format(" (owner: {})", a.owner));
+    o += fmt::format("- **{}**: {}{}\n", Markdown(a.kind), Markdown(a.text),
+                     a.owner.empty() ? "" : fmt::format(" (owner: {})", Markdown(a.owner)));
   }
   if (!r.annotations.empty()) {
     o += "\n## Timeline of changes\n\n";
     for (const Annotation& a : r.annotations) {
-      o += fmt::format("- t={:.0f} s: {} {} {}\n", a.at_s, a.kind, a.target, a.detail);
+      o += fmt::format("- {}: {} {} {}\n", numfmt::TimePoint(a.at_s), Markdown(a.kind),
+                       Markdown(a.target), Markdown(a.detail));
     }
   }
   if (!r.fidelity_notes.empty()) {
     o += "\n## Checks not run and limits\n\n";
-    for (const std::string& n : r.fidelity_notes) o += fmt::format("- {}\n", n);
+    for (const std::string& n : r.fidelity_notes) o += fmt::format("- {}\n", Markdown(n));
   }
   return o;
 }

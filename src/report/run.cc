@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "ttft/format.h"
 #include "ttft/pipeline.h"
 #include "ttft/report.h"
 
@@ -39,8 +40,7 @@ std::string RenderSymptomTable(const WindowStats& a, const WindowStats& b, bool 
   auto big = [](double x, double y, double factor) {
     return std::isfinite(x) && std::isfinite(y) && x > 0 && y / x >= factor;
   };
-  row("window", fmt::format("[{:.0f},{:.0f}) s", a.from_s, a.to_s),
-      fmt::format("[{:.0f},{:.0f}) s", b.from_s, b.to_s), "", false);
+  row("window", numfmt::Window(a.from_s, a.to_s), numfmt::Window(b.from_s, b.to_s), "", false);
   row("requests", Count(static_cast<double>(a.requests)), Count(static_cast<double>(b.requests)),
       Ratio(static_cast<double>(a.requests), static_cast<double>(b.requests)), false);
   row("p50 TTFT", Secs(a.ttft_s.p50), Secs(b.ttft_s.p50), Ratio(a.ttft_s.p50, b.ttft_s.p50),
@@ -71,9 +71,9 @@ std::string RenderSymptomColumn(const WindowStats& w) {
   auto row = [&](const char* name, const std::string& v) {
     out += fmt::format("{:<24}{:>16}\n", name, v);
   };
-  row("window", fmt::format("[{:.0f},{:.0f}) s", w.from_s, w.to_s));
+  row("window", numfmt::Window(w.from_s, w.to_s));
   row("requests", Count(static_cast<double>(w.requests)));
-  row("request rate", fmt::format("{:.2f}/s", w.request_rate_rps));
+  row("request rate", numfmt::Fixed(w.request_rate_rps, 2) + "/s");
   row("p50 TTFT", Secs(w.ttft_s.p50));
   row("p90 TTFT", Secs(w.ttft_s.p90));
   row("p99 TTFT", Secs(w.ttft_s.p99));
@@ -127,27 +127,31 @@ nlohmann::json DrillJson(const Drill& d) {
 std::string RenderDrillText(const Drill& d, bool colour) {
   const ScenarioRun& run = d.run;
   const AnalysisWindows& win = run.windows;
-  std::string out = fmt::format("ttft drill: {}\n", d.scenario);
-  if (!d.description.empty()) out += d.description + "\n";
-  out += fmt::format("\n{} requests simulated over {:.0f} s on {} replicas ({}, seed {}).\n",
-                     run.result.requests, d.duration_s, d.replicas, d.model, d.seed);
+  std::string out = fmt::format("ttft drill: {}\n", escape::Terminal(d.scenario));
+  if (!d.description.empty()) out += escape::Terminal(d.description) + "\n";
+  out +=
+      fmt::format("\n{} requests simulated over {:.0f} s on {} replicas ({}, seed {}).\n",
+                  run.result.requests, d.duration_s, d.replicas, escape::Terminal(d.model), d.seed);
   for (const AppliedEvent& e : run.result.events) {
-    out += fmt::format("  t={:.0f} s  {}  {}  {}\n", e.at_s, ToString(e.kind), e.target, e.detail);
+    out += fmt::format("  {}  {}  {}  {}\n", numfmt::TimePoint(e.at_s), ToString(e.kind),
+                       escape::Terminal(e.target), escape::Terminal(e.detail));
   }
   out += fmt::format(
       "\nSymptoms, {:.0f} s before versus {:.0f} s after the change at "
-      "t={:.0f} s:\n\n",
+      "{}:\n\n",
       win.baseline.to_s - win.baseline.from_s, win.incident.to_s - win.incident.from_s,
-      win.change_at_s);
+      numfmt::TimePoint(win.change_at_s));
   out += RenderSymptomTable(run.baseline, run.incident, colour);
   out += "\nThe seed's signature:\n";
   for (const SignatureCheck& c : d.signature) {
-    out += fmt::format("  [{}] {:<34} {}\n", c.pass ? "ok" : "--", c.what, c.observed);
+    out += fmt::format("  [{}] {:<34} {}\n", c.pass ? "ok" : "--", escape::Terminal(c.what),
+                       escape::Terminal(c.observed));
   }
   out += fmt::format(
       "\nCost check ({} {} on {} x{}): prefill 1,000 uncached tokens after a 5,000-token "
       "cached prefix {:.3f} s (seed ~0.07 s); 6,000 uncached {:.3f} s (seed ~0.42 s).\n",
-      d.model, d.dtype, d.gpu, d.tp, d.prefill_1000_after_5000_cached_s, d.prefill_6000_uncached_s);
+      escape::Terminal(d.model), escape::Terminal(d.dtype), escape::Terminal(d.gpu), d.tp,
+      d.prefill_1000_after_5000_cached_s, d.prefill_6000_uncached_s);
   out += "\n== Diagnosis (ttft diagnose) ==\n\n" + RenderText(*run.diagnosis, colour);
   return out;
 }

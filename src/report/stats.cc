@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "ttft/format.h"
 #include "ttft/report.h"
 
 namespace ttft {
@@ -66,7 +67,9 @@ std::string RenderStatsText(const std::vector<GroupSummary>& groups, int64_t ski
   std::string out;
   for (const GroupSummary& g : groups) {
     std::string key;
-    for (const auto& [k, v] : g.key) key += fmt::format("{}={} ", k, v);
+    for (const auto& [k, v] : g.key) {
+      key += fmt::format("{}={} ", escape::Terminal(k), escape::Terminal(v));
+    }
     out += fmt::format("{}count={} rate_rps={} prefix_cache_hit_rate={}\n", key, g.stats.requests,
                        Fmt(g.stats.request_rate_rps), Fmt(g.stats.prefix_cache_hit_rate));
     const std::pair<const char*, const TermQuantiles*> rows[] = {
@@ -89,7 +92,9 @@ std::string RenderStatsText(const std::vector<GroupSummary>& groups, int64_t ski
       if (q->source == TermQuantiles::Source::kSketch)
         out += fmt::format("  (sketch, ±{}%)", q->sketch_alpha * 100);
       out += fmt::format("\n");
-      if (!q->note.empty()) out += fmt::format("  {:<14} note: {}\n", "", q->note);
+      if (!q->note.empty()) {
+        out += fmt::format("  {:<14} note: {}\n", "", escape::Terminal(q->note));
+      }
     }
   }
   out += fmt::format("skipped={}\n", skipped);
@@ -97,6 +102,8 @@ std::string RenderStatsText(const std::vector<GroupSummary>& groups, int64_t ski
 }
 
 std::string RenderStatsCsv(const std::vector<GroupSummary>& groups) {
+  using escape::CsvField;
+  using escape::CsvNumber;
   std::string out;
   out += fmt::format("key,count,rate_rps,quantity,p50,p90,p99,p999,mean,prefix_cache_hit_rate\n");
   for (const GroupSummary& g : groups) {
@@ -110,17 +117,11 @@ std::string RenderStatsCsv(const std::vector<GroupSummary>& groups) {
         {"prompt_tokens", &g.stats.prompt_tokens}};
     for (const auto& [name, quantities] : rows) {
       const TermQuantiles* q = quantities;  // clang 14 cannot capture a structured binding
-      auto f = [q](double v) {
-        return q->available() && std::isfinite(v) ? fmt::format("{}", v) : "";
-      };
-      out += fmt::format("\"{}\",{},{},{},{},{},{},{},{},{}\n", key, g.stats.requests,
-                         std::isfinite(g.stats.request_rate_rps)
-                             ? fmt::format("{}", g.stats.request_rate_rps)
-                             : "",
-                         name, f(q->at(0)), f(q->at(1)), f(q->at(2)), f(q->at(3)), f(q->mean),
-                         std::isfinite(g.stats.prefix_cache_hit_rate)
-                             ? fmt::format("{}", g.stats.prefix_cache_hit_rate)
-                             : "");
+      auto f = [q](double v) { return q->available() ? CsvNumber(v) : std::string(); };
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", CsvField(key, /*always_quote=*/true),
+                         g.stats.requests, CsvNumber(g.stats.request_rate_rps), name, f(q->at(0)),
+                         f(q->at(1)), f(q->at(2)), f(q->at(3)), f(q->mean),
+                         CsvNumber(g.stats.prefix_cache_hit_rate));
     }
   }
   return out;

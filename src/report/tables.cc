@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "ttft/format.h"
 
 namespace ttft::report {
@@ -27,18 +30,24 @@ std::string ChangeCell(const TermQuantiles& a, const TermQuantiles& b, size_t i)
   return X(Ratio(a.at(i), b.at(i)));
 }
 
+// The input may carry no preemption counts (spans without the field, scrapes without
+// vllm:num_preemptions_total): say so rather than print NaN.
+std::string Preemptions(const WindowStats& w) {
+  return std::isfinite(w.preemptions_per_request) ? numfmt::Fixed(w.preemptions_per_request, 3)
+                                                  : "n/a (no data)";
+}
+
 }  // namespace
 
 std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
   const WindowStats& a = r.baseline;
   const WindowStats& b = r.incident;
   return {
-      {"window", fmt::format("[{:.0f},{:.0f}) s", a.from_s, a.to_s),
-       fmt::format("[{:.0f},{:.0f}) s", b.from_s, b.to_s), ""},
+      {"window", numfmt::Window(a.from_s, a.to_s), numfmt::Window(b.from_s, b.to_s), ""},
       {"requests (ok)", fmt::format("{} ({})", a.requests, a.ok),
        fmt::format("{} ({})", b.requests, b.ok), ""},
-      {"request rate", fmt::format("{:.2f} rps", a.request_rate_rps),
-       fmt::format("{:.2f} rps", b.request_rate_rps),
+      {"request rate", numfmt::Fixed(a.request_rate_rps, 2) + " rps",
+       numfmt::Fixed(b.request_rate_rps, 2) + " rps",
        X(Ratio(a.request_rate_rps, b.request_rate_rps))},
       {"p50 TTFT", QuantileCell(a.ttft_s, 0), QuantileCell(b.ttft_s, 0),
        ChangeCell(a.ttft_s, b.ttft_s, 0)},
@@ -58,8 +67,7 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
        X(Ratio(a.prompt_tokens.p99, b.prompt_tokens.p99))},
       {"output tokens mean", Num(a.output_tokens_mean), Num(b.output_tokens_mean),
        X(Ratio(a.output_tokens_mean, b.output_tokens_mean))},
-      {"preemptions / request", fmt::format("{:.3f}", a.preemptions_per_request),
-       fmt::format("{:.3f}", b.preemptions_per_request), ""},
+      {"preemptions / request", Preemptions(a), Preemptions(b), ""},
   };
 }
 
@@ -81,12 +89,97 @@ std::string Terms(const TermQuantiles& t) {
   return fmt::format("{} / {} / {}", p50, p90, p99);
 }
 
-std::string Sentence(const Contribution& c) {
+bool StatesShares(const DiagnosisReport& r) { return r.verdict == Verdict::kRegression; }
+
+std::string SharesWithheld(const DiagnosisReport& r) {
+  if (StatesShares(r)) return "";
+  if (r.verdict == Verdict::kInsufficientData || !r.hypotheses_assessed) {
+    return "too few requests to tell a tail increase from noise: no share of one is stated";
+  }
+  const double ratio = Ratio(r.baseline.ttft_s.p99, r.incident.ttft_s.p99);
+  if (!std::isfinite(ratio)) return "no p99 TTFT in one window: no share of an increase is stated";
+  if (ratio <= 1) return fmt::format("p99 TTFT {}: no increase to share out", X(ratio));
   return fmt::format(
-      "{} {}: hit rate {} to {}, p99 TTFT {} to {}, {} of the requests, {} of the p99 increase",
-      c.dimension, c.value, Pct(c.hit_rate_before), Pct(c.hit_rate_after),
-      Secs(c.ttft_p99_before_s), Secs(c.ttft_p99_after_s), Pct(c.share_of_requests),
-      Pct(c.share_of_increase));
+      "p99 TTFT {} is within noise (not a significant increase): no share of it is stated",
+      X(ratio));
+}
+
+ShareWords ShareParts(double share, double delta_s) {
+  if (!std::isfinite(share)) return {"n/a", ""};
+  // Within half a point of the range: rounding, not a term that fell or overshot.
+  if (share >= -0.005 && share <= 1.005) return {Pct(std::clamp(share, 0.0, 1.0)), ""};
+  if (share < 0) {
+    return {"none", std::isfinite(delta_s) ? fmt::format(" (it fell by {})", Secs(-delta_s))
+                                           : std::string(" (it fell)")};
+  }
+  return {"all", std::isfinite(delta_s) ? fmt::format(" (+{}; the other terms fell)", Secs(delta_s))
+                                        : std::string(" (the other terms fell)")};
+}
+
+std::string ShareText(double share, double delta_s) {
+  const ShareWords w = ShareParts(share, delta_s);
+  return w.share + w.note;
+}
+
+TermShares Shares(const DiagnosisReport& r) {
+  if (!StatesShares(r)) return {"n/a", "n/a", "n/a"};
+  const Decomposition& d = r.decomposition;
+  return {ShareText(d.share_front_end, d.tail_after_front_end - d.tail_before_front_end),
+          ShareText(d.share_queue, d.tail_after_queue - d.tail_before_queue),
+          ShareText(d.share_prefill, d.tail_after_prefill - d.tail_before_prefill)};
+}
+
+namespace {
+
+// A contribution of a label value new in the incident (no baseline figures).
+bool IsNew(const DiagnosisReport& r, const Contribution& c) {
+  if (std::isfinite(c.ttft_p99_before_s)) return false;
+  for (const LabelChange& l : r.label_changes) {
+    if (l.kind == LabelChange::Kind::kNew && l.dimension == c.dimension && l.value == c.value) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string Sentence(const DiagnosisReport& r, const Contribution& c) {
+  std::string s =
+      IsNew(r, c)
+          ? fmt::format("{} {} (new in the incident): hit rate {}, p99 TTFT {}, {} of the requests",
+                        c.dimension, c.value, Pct(c.hit_rate_after), Secs(c.ttft_p99_after_s),
+                        Pct(c.share_of_requests))
+          : fmt::format("{} {}: hit rate {} to {}, p99 TTFT {} to {}, {} of the requests",
+                        c.dimension, c.value, Pct(c.hit_rate_before), Pct(c.hit_rate_after),
+                        Secs(c.ttft_p99_before_s), Secs(c.ttft_p99_after_s),
+                        Pct(c.share_of_requests));
+  if (StatesShares(r)) {
+    s += fmt::format(", {} of the p99 increase", ShareText(c.share_of_increase, kMissing));
+  }
+  return s;
+}
+
+std::vector<std::string> WhereItLives(const DiagnosisReport& r) {
+  std::vector<std::string> out;
+  for (const Contribution& c : r.contributions) out.push_back(Sentence(r, c));
+  for (const LabelChange& l : r.label_changes) {
+    bool named = false;
+    for (const Contribution& c : r.contributions) {
+      named = named || (IsNew(r, c) && l.kind == LabelChange::Kind::kNew &&
+                        l.dimension == c.dimension && l.value == c.value);
+    }
+    if (!named) out.push_back(ToString(l));
+  }
+  return out;
+}
+
+std::string NothingToFix(const DiagnosisReport& r) {
+  if (r.verdict == Verdict::kInsufficientData) {
+    return "nothing to act on yet: too few requests to tell whether p99 TTFT regressed (see the "
+           "verdict)";
+  }
+  return "nothing to fix: no regression";
 }
 
 }  // namespace ttft::report

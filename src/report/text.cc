@@ -1,7 +1,10 @@
-// The terminal text renderer of a DiagnosisReport (ttft/report.h).
+// The terminal text renderer of a DiagnosisReport (ttft/report.h). Every string of the
+// report passes through escape::Terminal (ttft/format.h): labels, event fields and
+// file names come from data, and must not reach the terminal as control sequences.
 #include <fmt/format.h>
 
 #include <string>
+#include <vector>
 
 #include "report/tables.h"
 #include "ttft/format.h"
@@ -9,8 +12,9 @@
 
 namespace ttft {
 
-using numfmt::Pct;
-using report::Sentence;
+namespace {
+std::string Safe(std::string_view s) { return escape::Terminal(s); }
+}  // namespace
 using report::Symptoms;
 using report::SymRow;
 using report::Terms;
@@ -23,21 +27,32 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   std::string o;
   const bool reg = r.verdict == Verdict::kRegression;
   o += fmt::format("{}Verdict: {}{}{}\n  {}\n", bold, reg ? red : green, ToString(r.verdict), reset,
-                   r.verdict_reason);
+                   Safe(r.verdict_reason));
   if (reg) {
     o += fmt::format("\n{}1. Mitigate now{}\n", bold, reset);
     bool any = false;
     for (const Action& a : r.actions) {
       if (a.kind != "mitigate") continue;
-      o += fmt::format("  - {} [{}]\n", a.text, a.owner);
+      o += fmt::format("  - {} [{}]\n", Safe(a.text), Safe(a.owner));
       any = true;
     }
     if (!any) o += "  - no change near the onset is known; see the top hypothesis' fix below\n";
   }
   o += fmt::format("\n{}2. Symptoms{}\n", bold, reset);
+  std::vector<SymRow> rows = Symptoms(r);
+  // Clock-time windows (epoch inputs) do not fit the column: stated above the table,
+  // the row gives their lengths.
+  if (!rows.empty() && rows[0].name == "window" &&
+      (rows[0].before.size() > 16 || rows[0].after.size() > 16)) {
+    o += fmt::format("  baseline {}\n  incident {}\n", rows[0].before, rows[0].after);
+    rows[0].name = "window length";
+    rows[0].before = numfmt::Secs(r.baseline.to_s - r.baseline.from_s);
+    rows[0].after = numfmt::Secs(r.incident.to_s - r.incident.from_s);
+  }
   o += fmt::format("  {:<24}{:>16}{:>16}{:>10}\n", "", "baseline", "incident", "change");
-  for (const SymRow& s : Symptoms(r)) {
-    o += fmt::format("  {:<24}{:>16}{:>16}{:>10}\n", s.name, s.before, s.after, s.change);
+  for (const SymRow& s : rows) {
+    o += fmt::format("  {:<24}{:>16}{:>16}{:>10}\n", Safe(s.name), Safe(s.before), Safe(s.after),
+                     Safe(s.change));
   }
   const Decomposition& d = r.decomposition;
   o += fmt::format("\n{}3. Decomposition{} (TTFT = front end + queue + prefill; p50 / p90 / p99)\n",
@@ -49,9 +64,20 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   o += fmt::format("  {:<10}{:>30}{:>30}\n", "queue", Terms(d.before_queue), Terms(d.after_queue));
   o += fmt::format("  {:<10}{:>30}{:>30}\n", "prefill", Terms(d.before_prefill),
                    Terms(d.after_prefill));
-  o += fmt::format("  Among the slowest 1%: queue {} of the increase, prefill {}, front end {}{}\n",
-                   Pct(d.share_queue), Pct(d.share_prefill), Pct(d.share_front_end),
-                   d.dominant.empty() ? "" : fmt::format(" -> the {} moved the tail", d.dominant));
+  if (report::StatesShares(r)) {
+    const report::ShareWords q =
+        report::ShareParts(d.share_queue, d.tail_after_queue - d.tail_before_queue);
+    const report::ShareWords p =
+        report::ShareParts(d.share_prefill, d.tail_after_prefill - d.tail_before_prefill);
+    const report::ShareWords f =
+        report::ShareParts(d.share_front_end, d.tail_after_front_end - d.tail_before_front_end);
+    o += fmt::format(
+        "  Among the slowest 1%: queue {} of the increase{}, prefill {}{}, front end {}{}{}\n",
+        q.share, q.note, p.share, p.note, f.share, f.note,
+        d.dominant.empty() ? "" : fmt::format(" -> the {} moved the tail", d.dominant));
+  } else {
+    o += fmt::format("  Among the slowest 1%: {}\n", report::SharesWithheld(r));
+  }
   o += fmt::format("\n{}4. Ranked hypotheses{}\n", bold, reset);
   if (!r.hypotheses_assessed) {
     o += "  not assessable: too few requests for a p99 (see the verdict); no cause is ranked\n";
@@ -60,34 +86,37 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
   for (const Hypothesis& h : r.hypotheses) {
     ++i;
     if (i > 3 && h.confidence < 0.05) continue;
-    o += fmt::format("  {}{}. {} ({:.2f}){} {}\n", i == 1 ? bold : "", i, h.id, h.confidence, reset,
-                     h.title);
+    o += fmt::format("  {}{}. {} ({:.2f}){} {}\n", i == 1 ? bold : "", i, Safe(h.id), h.confidence,
+                     reset, Safe(h.title));
     if (i <= 3) {
-      for (const EvidenceLine& e : h.evidence) o += fmt::format("       - {}\n", e.sentence);
-      o += fmt::format("       splitting metric: {}\n       next check: {}\n", h.splitting_metric,
-                       h.next_check);
+      for (const EvidenceLine& e : h.evidence) o += fmt::format("       - {}\n", Safe(e.sentence));
+      o += fmt::format("       splitting metric: {}\n       next check: {}\n",
+                       Safe(h.splitting_metric), Safe(h.next_check));
     }
   }
   o += fmt::format("\n{}5. Where it lives{}\n", bold, reset);
   if (!r.hypotheses_assessed) {
     o += "  not assessed: too few requests to credit any group with a tail increase\n";
+  } else if (!report::StatesShares(r)) {
+    o += r.contributions.empty()
+             ? "  no significant tail increase to locate\n"
+             : "  no significant tail increase to locate; the groups whose p99 moved most:\n";
   } else if (r.contributions.empty()) {
     o += "  no single group holds most of the tail increase\n";
   }
-  for (const Contribution& c : r.contributions) o += fmt::format("  - {}\n", Sentence(c));
-  for (const LabelChange& c : r.label_changes) o += fmt::format("  - {}\n", ToString(c));
+  for (const std::string& line : report::WhereItLives(r)) o += fmt::format("  - {}\n", Safe(line));
   o += fmt::format("\n{}6. Why the magnitude fits{}\n", bold, reset);
-  o += fmt::format("  {}\n", r.magnitude.available ? r.magnitude.sentence : "not estimated");
+  o += fmt::format("  {}\n", r.magnitude.available ? Safe(r.magnitude.sentence) : "not estimated");
   o += fmt::format("\n{}7. Fix and prevention{}\n", bold, reset);
-  if (r.actions.empty()) o += "  nothing to fix: no regression\n";
+  if (r.actions.empty()) o += fmt::format("  {}\n", report::NothingToFix(r));
   for (const Action& a : r.actions) {
     if (a.kind == "mitigate") continue;
-    o += fmt::format("  - {}: {}{}\n", a.kind, a.text,
-                     a.owner.empty() ? "" : fmt::format(" [owner: {}]", a.owner));
+    o += fmt::format("  - {}: {}{}\n", Safe(a.kind), Safe(a.text),
+                     a.owner.empty() ? "" : fmt::format(" [owner: {}]", Safe(a.owner)));
   }
   if (!r.fidelity_notes.empty()) {
     o += fmt::format("\n{}Checks not run / limits{}\n", bold, reset);
-    for (const std::string& n : r.fidelity_notes) o += fmt::format("  - {}\n", n);
+    for (const std::string& n : r.fidelity_notes) o += fmt::format("  - {}\n", Safe(n));
   }
   return o;
 }

@@ -438,7 +438,10 @@ Result<MetricSnapshot> ParseExposition(std::string_view text, const ExpositionPa
 
 Result<MetricSnapshot> ReadExpositionFile(const std::string& path, bool strict,
                                           ReadReport& report) {
-  TTFT_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path));
+  // One scrape of one server: a large vLLM /metrics is about 1 MB; 256 MiB is far
+  // beyond any real one and keeps a gzip bomb's peak memory under 1 GB.
+  constexpr size_t kMaxScrapeBytes = size_t{256} << 20;
+  TTFT_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path, kMaxScrapeBytes));
   ExpositionParseOptions options;
   options.strict = strict;
   options.source = path == "-" ? "<stdin>" : path;

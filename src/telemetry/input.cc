@@ -56,12 +56,19 @@ Result<std::string> ReadInputHead(const std::string& path, size_t max_bytes) {
   return out;
 }
 
-Result<std::string> ReadInputFile(const std::string& path) {
+Result<std::string> ReadInputFile(const std::string& path, size_t max_bytes) {
   TTFT_ASSIGN_OR_RETURN(auto in, internal::InputStream::Open(path));
   std::string out;
   size_t filled = 0;
   for (;;) {
-    out.resize(std::max<size_t>(filled * 2, filled + (1 << 16)));
+    if (filled > max_bytes) {
+      return Status::Invalid(
+          fmt::format("{}: more than {} bytes{} (the limit for a file read "
+                      "whole)",
+                      path, max_bytes, in->gzip() ? " after decompression" : ""));
+    }
+    // One byte past the limit tells an over-long file from one of exactly max_bytes.
+    out.resize(std::min(std::max<size_t>(filled * 2, filled + (1 << 16)), max_bytes + 1));
     TTFT_ASSIGN_OR_RETURN(size_t n, in->Read(out.data() + filled, out.size() - filled));
     if (n == 0) break;
     filled += n;

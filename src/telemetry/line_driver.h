@@ -5,10 +5,13 @@
 
 #include <simdjson.h>
 
+#include <fmt/format.h>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 #include <vector>
+#include "ttft/spans.h"
 
 #include "telemetry/span_record.h"
 #include "ttft/core.h"
@@ -35,11 +38,12 @@ inline Result<size_t> FeedLines(LineParser& parser, char* buf, size_t filled, si
 // Feeds everything `read(dst, n) -> Result<size_t>` (0 at the end) returns to `parser`,
 // line by line. `buf` (size data_cap + SIMDJSON_PADDING) holds `filled` bytes read
 // already, `eof` when they are all there are. The last line may lack its newline. Does
-// not call parser.Finish(). Stops early, returning Ok, once `*stop` is set.
+// not call parser.Finish(). Stops early, returning Ok, once `*stop` is set. A line
+// longer than kMaxLineBytes is an error naming `name` and the line.
 template <typename Read>
 Status ParseStream(Read&& read, LineParser& parser, std::vector<char>& buf, size_t data_cap,
                    size_t filled, bool eof, int64_t& line_no,
-                   const std::atomic<bool>* stop = nullptr) {
+                   const std::atomic<bool>* stop = nullptr, std::string_view name = "input") {
   const size_t padding = simdjson::SIMDJSON_PADDING;
   for (;;) {
     TTFT_ASSIGN_OR_RETURN(size_t rest, FeedLines(parser, buf.data(), filled, buf.size(), line_no));
@@ -49,7 +53,12 @@ Status ParseStream(Read&& read, LineParser& parser, std::vector<char>& buf, size
     if (eof) break;
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) return Status::Ok();
     if (filled == data_cap) {
-      data_cap *= 2;
+      if (data_cap >= kMaxLineBytes) {
+        return Status::Invalid(
+            fmt::format("{}:{}: a line longer than {} bytes, the limit for one record", name,
+                        line_no, kMaxLineBytes));
+      }
+      data_cap = std::min(data_cap * 2, kMaxLineBytes);
       buf.resize(data_cap + padding, '\0');
     }
     TTFT_ASSIGN_OR_RETURN(size_t n, read(buf.data() + filled, data_cap - filled));

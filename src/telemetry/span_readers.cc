@@ -93,7 +93,8 @@ Status ReadSpans(const std::string& path, const SpanReadOptions& options, SpanSi
   auto parser = row->make_parser(ctx, true);
   int64_t line_no = 1;
   TTFT_RETURN_IF_ERROR(internal::ParseStream([&](char* dst, size_t n) { return in->Read(dst, n); },
-                                             *parser, buf, data_cap, filled, eof, line_no));
+                                             *parser, buf, data_cap, filled, eof, line_no, nullptr,
+                                             path));
   return parser->Finish();
 }
 

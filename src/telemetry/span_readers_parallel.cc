@@ -85,7 +85,9 @@ Status ParseRange(int fd, const std::string& name, Range& r, SpanTable& table, b
     }
   }
   int64_t line_no = 1;
-  Status st = ParseStream(read, *r.parser, buf, data_cap, filled, eof, line_no, &stop);
+  // Line numbers here count from the range's start: name the byte offset instead.
+  const std::string where = fmt::format("{} (from byte {})", name, r.begin);
+  Status st = ParseStream(read, *r.parser, buf, data_cap, filled, eof, line_no, &stop, where);
   r.lines = line_no - 1;
   return st;
 }

@@ -1,0 +1,188 @@
+// Wording that follows the numbers (issue 15): every report of the incident suite (one
+// seed per scenario, the controls included), an insufficient-data report and a report
+// on spans of a model the cost model does not know are rendered as text, Markdown and
+// JSON, and no sentence may contradict the verdict or its own numbers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ttft/diagnose.h"
+#include "ttft/format.h"
+#include "ttft/pipeline.h"
+#include "ttft/report.h"
+#include "ttft/scenario.h"
+
+namespace ttft {
+namespace {
+
+struct Rendered {
+  std::string name;
+  const DiagnosisReport* report;
+  std::string text, markdown, json;
+};
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// The lines of section 5 ("Where it lives") of the text report.
+std::vector<std::string> WhereItLivesLines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("5. Where it lives", 0) == 0) {
+      inside = true;
+    } else if (inside && line.rfind("6. ", 0) == 0) {
+      break;
+    } else if (inside && line.rfind("  - ", 0) == 0) {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+void CheckWording(const Rendered& r) {
+  const DiagnosisReport& rep = *r.report;
+  const bool no_regression = rep.verdict == Verdict::kNoRegression;
+  SCOPED_TRACE(r.name + " (" + std::string(ToString(rep.verdict)) + ")");
+  for (const std::string* out : {&r.text, &r.markdown, &r.json}) {
+    const std::string low = Lower(*out);
+    // "No regression" only when that is the verdict.
+    if (!no_regression) {
+      EXPECT_EQ(low.find("no regression"), std::string::npos) << *out;
+      EXPECT_EQ(low.find("nothing to fix"), std::string::npos) << *out;
+    }
+    // Every percentage is a share within 0-100%.
+    static const std::regex kPct(R"((-?[0-9]+(\.[0-9]+)?)%)");
+    for (auto it = std::sregex_iterator(out->begin(), out->end(), kPct);
+         it != std::sregex_iterator(); ++it) {
+      const double v = std::stod((*it)[1].str());
+      EXPECT_TRUE(v >= 0 && v <= 100) << (*it)[0].str() << " in\n" << *out;
+    }
+    // The decomposition's shares of the increase only where there is a significant
+    // increase. (The rules' evidence lines still quote a group's share of the p99 change
+    // whatever the verdict; within 0-100%, as checked above.)
+    if (rep.verdict != Verdict::kRegression) {
+      EXPECT_EQ(low.find("of the increase"), std::string::npos) << *out;
+    }
+    // "The change is explained" only when something changed.
+    if (out->find("The change is explained") != std::string::npos) {
+      const Magnitude& m = rep.magnitude;
+      const double obs =
+          numfmt::Ratio(m.observed_queue_mean_before_s, m.observed_queue_mean_after_s);
+      const double est = numfmt::Ratio(m.kingman_wait_before_s, m.kingman_wait_after_s);
+      EXPECT_TRUE((std::isfinite(obs) && obs >= 1.25) || (std::isfinite(est) && est >= 1.25) ||
+                  std::isinf(m.kingman_wait_after_s))
+          << m.sentence;
+    }
+    // No mitigation names a wildcard target.
+    EXPECT_EQ(out->find("deploy_template *"), std::string::npos);
+  }
+  // No NaN or infinity in the text a person reads.
+  static const std::regex kNan(R"(\b(nan|inf|infinity)\b)");
+  for (const std::string* out : {&r.text, &r.markdown}) {
+    EXPECT_FALSE(std::regex_search(Lower(*out), kNan)) << *out;
+  }
+  // "Where it lives" names each group once.
+  std::set<std::string> named;
+  for (const std::string& line : WhereItLivesLines(r.text)) {
+    const std::string key = line.substr(0, line.find(':'));
+    const std::string group = key.substr(0, key.find(" (new in the incident)"));
+    EXPECT_TRUE(named.insert(group).second) << "listed twice: " << group << "\n" << r.text;
+  }
+}
+
+Rendered Render(const std::string& name, const DiagnosisReport& rep) {
+  return {name, &rep, RenderText(rep, false), RenderMarkdown(rep), RenderJson(rep)};
+}
+
+TEST(Wording, FollowsTheNumbersAcrossTheIncidentSuite) {
+  std::vector<std::string> names;
+  for (const std::string& n : BuiltinScenarioNames()) {
+    if (n.rfind("incidents/", 0) == 0) names.push_back(n);
+  }
+  ASSERT_GE(names.size(), 13u);
+  std::set<Verdict> seen;
+  for (const std::string& n : names) {
+    auto sc = BuiltinScenario(n);
+    ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+    RunOptions options;
+    options.diagnose = true;
+    auto run = RunScenario(*sc, options);
+    ASSERT_TRUE(run.ok()) << n << ": " << run.status().ToString();
+    const DiagnosisReport& rep = *run->diagnosis;
+    seen.insert(rep.verdict);
+    CheckWording(Render(n, rep));
+
+    if (n != "incidents/prefix-cache-collapse") continue;
+    // Too few requests: ten seconds on either side of the change.
+    const double t = run->windows.change_at_s;
+    DiagnosisInput in;
+    in.baseline = {run->spans.get(), t - 5, t};
+    in.incident = {run->spans.get(), t, t + 5};
+    in.change_at_s = t;
+    auto few = Diagnose(in);
+    ASSERT_TRUE(few.ok()) << few.status().ToString();
+    ASSERT_EQ(few->verdict, Verdict::kInsufficientData);
+    const Rendered r = Render(n + " (10 s)", *few);
+    CheckWording(r);
+    EXPECT_NE(r.text.find("nothing to act on yet"), std::string::npos) << r.text;
+  }
+  EXPECT_TRUE(seen.count(Verdict::kRegression) && seen.count(Verdict::kNoRegression));
+}
+
+TEST(Wording, AnUnknownModelIsNamedAsUnknown) {
+  SpanTable t;
+  for (int i = 0; i < 4000; ++i) {
+    Span s;
+    s.request_id = "r" + std::to_string(i);
+    s.arrival_s = i * 0.1;
+    const bool after = s.arrival_s >= 200;
+    s.tenant = i % 4 == 0 ? "acme" : "globex";
+    s.replica = i % 2 ? "r-0" : "r-1";
+    s.region = "us-east";
+    s.model = "qwen2.5-0.5b";
+    s.template_version = "app@v1";
+    s.deploy = "v1";
+    s.prompt_tokens = after ? 6000 : 3000;
+    s.cached_tokens = 0;
+    s.output_tokens = 100;
+    s.front_end_s = 0.01;
+    s.queue_s = 0.01 + (i % 100) * 0.001 + (after ? 0.5 + (i % 7) * 0.1 : 0);
+    s.prefill_s = s.prompt_tokens * 2e-5;
+    s.ttft_s = s.front_end_s + s.queue_s + s.prefill_s;
+    s.itl_mean_s = s.itl_max_s = 0.02;
+    s.decode_s = 2;
+    s.e2e_s = s.ttft_s + s.decode_s;
+    AddSpanToTable(s, t);
+  }
+  DiagnosisInput in;
+  in.baseline = {&t, 0, 200};
+  in.incident = {&t, 200, 400};
+  in.change_at_s = 200;
+  auto rep = Diagnose(in);
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  ASSERT_TRUE(rep->magnitude.available);
+  const Rendered r = Render("qwen spans", *rep);
+  CheckWording(r);
+  for (const std::string* out : {&r.text, &r.markdown, &r.json}) {
+    EXPECT_NE(out->find("qwen2.5-0.5b"), std::string::npos);
+  }
+  EXPECT_NE(rep->magnitude.sentence.find("model \"qwen2.5-0.5b\" is unknown"), std::string::npos)
+      << rep->magnitude.sentence;
+  EXPECT_NE(rep->magnitude.cost_model.find("unknown model \"qwen2.5-0.5b\""), std::string::npos)
+      << rep->magnitude.cost_model;
+}
+
+}  // namespace
+}  // namespace ttft
