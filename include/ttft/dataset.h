@@ -119,8 +119,10 @@ struct Dataset {
 // Adds one input to `data`: a span file (JSONL, CSV, OTLP, span sink; gzip ok; "-" is
 // standard input, read as spans unless `options.read.format` says otherwise), a
 // Prometheus scrape (.prom text) or saved query_range JSON, or a `ttft simulate`
-// output folder (spans.jsonl, metrics/*.prom, summary.json). A simulate folder's
-// spans.jsonl given alone also brings its summary's events. Errors: NotFound for a
+// output folder (spans.jsonl, metrics/*.prom, summary.json), or a folder of *.prom
+// scrapes. A simulate folder's spans.jsonl given alone also brings its summary's
+// events; its metrics/ folder given alone brings its summary's events and windows
+// (the same windows as the whole folder's). Errors: NotFound for a
 // missing path, InvalidArgument for a folder with nothing to read or a scrape with no
 // time, and whatever the readers return (with file:line).
 Status LoadInput(const std::string& path, const LoadOptions& options, Dataset& data);

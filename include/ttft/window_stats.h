@@ -172,6 +172,29 @@ bool MatchesSelector(const Labels& labels, LabelSelector selector);
 Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snapshots, double from_s,
                                            double to_s, LabelSelector selector = {});
 
+// One value of a label in a metric window: the metrics-only splits of a diagnosis.
+struct MetricGroupWindowStats {
+  std::string value;   // the label's value; "" for series carrying none of the labels
+  std::string parent;  // the group's first TTFT series' value of a parent label, or ""
+  WindowStats stats;   // as WindowStatsFromMetrics' over the group's series alone
+  // TTFT observations above the threshold: the count above the bucket holding it
+  // plus the part of that bucket above it, linear inside the bucket (the assumption
+  // of histogram_quantile). Fractional.
+  double above = 0;
+};
+
+// The statistics of each value of a label over a metric window (a delta of
+// `snapshots`, WindowDelta): a series' value is that of the first of `labels` it
+// carries (alternatives in order of preference, e.g. replica, pod, instance);
+// `parent_labels` likewise name each group's parent (a replica's region). Groups are
+// sorted by value; none when no TTFT series carries any of `labels`. A group's
+// `replicas` counts the distinct replica names (replica, pod or instance label) of
+// its TTFT series. REQUIRES: >= 2 snapshots (else InvalidArgument).
+Result<std::vector<MetricGroupWindowStats>> GroupWindowStatsFromMetrics(
+    std::span<const MetricSnapshot> snapshots, double from_s, double to_s,
+    std::span<const std::string> labels, std::span<const std::string> parent_labels,
+    double threshold);
+
 // -----------------------------------------------------------------------------
 // Per-group statistics (`ttft stats`)
 // -----------------------------------------------------------------------------

@@ -170,6 +170,44 @@ TEST(LoadInput, ScrapesTakeTheirTimeFromTheNameAndSortByTime) {
   EXPECT_TRUE(LoadInput((d / "untimed.prom").string(), lenient, data).ok());
 }
 
+// A simulate folder's metrics/ given alone: its scrapes, and the folder's recorded
+// windows and events (so it diagnoses the same windows as the whole folder); a trailing
+// slash is the same folder.
+TEST(LoadInput, AFolderOfScrapesTakesItsSimulateFoldersWindows) {
+  const fs::path d = TempDir("metrics_only");
+  fs::create_directories(d / "metrics");
+  const std::string body = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n";
+  Write(d / "metrics" / "t0000000015.000.prom", body);
+  Write(d / "metrics" / "t0000000030.000.prom", body);
+  Write(d / "metrics" / "notes.txt", "not a scrape");
+  Write(d / "summary.json",
+        "{\"change_at_s\": 20, \"events\": [{\"at_s\": 20, \"kind\": \"drain_replica\"}],"
+        " \"symptoms\": {\"baseline\": {\"from_s\": 10, \"to_s\": 20},"
+        " \"incident\": {\"from_s\": 20, \"to_s\": 30}}}");
+  for (const std::string& in : {(d / "metrics").string(), (d / "metrics").string() + "/"}) {
+    Dataset data;
+    ASSERT_TRUE(LoadInput(in, {}, data).ok()) << in;
+    FinishLoading(data);
+    EXPECT_FALSE(data.has_spans);
+    ASSERT_EQ(data.snapshots.size(), 2u) << in;
+    EXPECT_EQ(data.snapshots[0].timestamp_s, 15);
+    ASSERT_EQ(data.annotations.size(), 1u) << in;
+    EXPECT_EQ(data.recorded_change_at_s, 20) << in;
+    const auto w = ChooseWindows({}, data);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    EXPECT_EQ(w->baseline.from_s, 10);
+    EXPECT_EQ(w->incident.to_s, 30);
+  }
+  // Without a summary.json beside it: the scrapes alone (no recorded windows).
+  const fs::path bare = TempDir("bare") / "scrapes";  // its parent: no summary.json
+  fs::create_directories(bare);
+  Write(bare / "t0000000015.000.prom", body);
+  Dataset data;
+  ASSERT_TRUE(LoadInput(bare.string(), {}, data).ok());
+  EXPECT_EQ(data.snapshots.size(), 1u);
+  EXPECT_TRUE(std::isnan(data.recorded_change_at_s));
+}
+
 TEST(LoadInput, MissingPathsAndEmptyFolders) {
   Dataset data;
   EXPECT_EQ(LoadInput("/nonexistent/x.jsonl", {}, data).code(), StatusCode::kNotFound);

@@ -106,8 +106,28 @@ Status LoadFolder(const std::string& in, const LoadOptions& options, Dataset& da
     any = any || !files.empty();
   }
   if (fs::exists(d / "summary.json")) ReadSummary(d / "summary.json", /*windows_too=*/true, data);
+  // A folder of scrapes (a simulate folder's metrics/ given alone, or any directory
+  // of *.prom files): its scrapes, and the simulate folder's events and windows when
+  // its parent holds a summary.json (so `diagnose FOLDER/metrics` diagnoses the same
+  // windows as `diagnose FOLDER`).
   if (!any) {
-    return Status::Invalid(fmt::format("{}: a folder without spans.jsonl or metrics/*.prom", in));
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(d)) {
+      if (e.path().extension() == ".prom" && !e.is_directory()) files.push_back(e.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (const std::string& f : files) TTFT_RETURN_IF_ERROR(LoadInput(f, own, data));
+    any = !files.empty();
+    fs::path abs = fs::absolute(d).lexically_normal();
+    if (!abs.has_filename()) abs = abs.parent_path();  // "x/metrics/" -> "x/metrics"
+    const fs::path parent_summary = abs.parent_path() / "summary.json";
+    if (any && fs::exists(parent_summary)) {
+      ReadSummary(parent_summary, /*windows_too=*/true, data);
+    }
+  }
+  if (!any) {
+    return Status::Invalid(
+        fmt::format("{}: a folder without spans.jsonl, metrics/*.prom or *.prom", in));
   }
   data.sources.push_back(in);
   return Status::Ok();

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "dataset/gather.h"
@@ -283,6 +286,107 @@ std::vector<GroupWindowStats> ComputeGroupWindowStats(const SpanTable& t,
   for (size_t g = 0; g < groups; ++g) {
     out[g].above = acc[g].above;
     out[g].stats = stats_internal::Finish(t, from_s, to_s, acc[g]);
+  }
+  return out;
+}
+
+namespace {
+
+// The value of the first of `names` that `labels` carries, or nullptr.
+const std::string* FirstLabel(const Labels& labels, std::span<const std::string> names) {
+  for (const std::string& n : names) {
+    for (const auto& [k, v] : labels) {
+      if (k == n) return &v;
+    }
+  }
+  return nullptr;
+}
+
+// Observations of a histogram series above `threshold`, linear inside the bucket
+// that holds it (the lower bound of the first bucket is 0, as in histogram_quantile);
+// a threshold above the highest finite bound counts the +Inf bucket only.
+double CountAbove(const HistogramValue& h, double threshold) {
+  if (!std::isfinite(threshold)) return 0;
+  double lower = 0, below_lower = 0;
+  for (size_t i = 0; i < h.upper_bounds.size(); ++i) {
+    const double upper = h.upper_bounds[i], at_upper = h.cumulative_counts[i];
+    if (threshold <= upper) {
+      const double frac =
+          upper > lower ? std::clamp((threshold - lower) / (upper - lower), 0.0, 1.0) : 1.0;
+      return std::max(0.0, h.count - (below_lower + frac * (at_upper - below_lower)));
+    }
+    lower = upper;
+    below_lower = at_upper;
+  }
+  return std::max(0.0, h.count - below_lower);
+}
+
+const std::array<std::string, 3> kReplicaLabels = {"replica", "pod", "instance"};
+
+}  // namespace
+
+Result<std::vector<MetricGroupWindowStats>> GroupWindowStatsFromMetrics(
+    std::span<const MetricSnapshot> snapshots, double from_s, double to_s,
+    std::span<const std::string> labels, std::span<const std::string> parent_labels,
+    double threshold) {
+  if (snapshots.size() < 2 || labels.empty()) {
+    return Status::Invalid(fmt::format(
+        "metrics window [{:.0f}, {:.0f}) s: {} snapshot(s) and {} label(s); need at least 2 "
+        "snapshots and a label to split by",
+        from_s, to_s, snapshots.size(), labels.size()));
+  }
+  ReadReport report;
+  TTFT_ASSIGN_OR_RETURN(MetricSnapshot d, WindowDelta(snapshots, report));
+  // Every series gets the label labels[0] from its first alternative, so one grouping
+  // (MetricGroupStats by labels[0]) covers them all.
+  bool any = false;
+  const MetricFamily* ttft = FindCanonical(d, CanonicalMetric::kTtft);
+  for (MetricFamily& f : d.families) {
+    for (MetricSeries& s : f.series) {
+      const std::string* v = FirstLabel(s.labels, labels);
+      if (v != nullptr && &f == ttft) any = true;
+      if (v == nullptr || std::any_of(s.labels.begin(), s.labels.end(),
+                                      [&](const auto& kv) { return kv.first == labels[0]; })) {
+        continue;
+      }
+      s.labels.emplace_back(labels[0], *v);
+    }
+  }
+  std::vector<MetricGroupWindowStats> out;
+  if (!any) return out;
+  std::map<std::string, MetricGroupWindowStats> groups;
+  for (const MetricSeries& s : ttft->series) {
+    const std::string* v = FirstLabel(s.labels, labels);
+    const std::string value = v != nullptr ? *v : std::string();
+    auto [it, inserted] = groups.try_emplace(value);
+    MetricGroupWindowStats& g = it->second;
+    if (inserted) {
+      g.value = value;
+      if (const std::string* p = FirstLabel(s.labels, parent_labels)) g.parent = *p;
+    }
+    g.above += CountAbove(s.histogram, threshold);
+  }
+  const double span_s = snapshots.back().timestamp_s - snapshots.front().timestamp_s;
+  const std::optional<std::string> by = labels[0];
+  for (auto& [value, g] : groups) {
+    WindowStats& w = g.stats;
+    w = dataset_internal::MetricGroupStats(d, by, value);
+    w.from_s = from_s;
+    w.to_s = to_s;
+    w.request_rate_rps = span_s > 0 ? static_cast<double>(w.ttft_s.count) / span_s : kMissing;
+    if (std::isfinite(w.prompt_tokens.mean) && std::isfinite(w.prefix_cache_hit_rate)) {
+      w.cached_tokens_mean = w.prompt_tokens.mean * w.prefix_cache_hit_rate;
+      w.uncached_tokens_mean = w.prompt_tokens.mean - w.cached_tokens_mean;
+    }
+    std::vector<std::string> names;
+    for (const MetricSeries& s : ttft->series) {
+      const std::string* v = FirstLabel(s.labels, labels);
+      if ((v != nullptr ? *v : std::string()) != value) continue;
+      if (const std::string* r = FirstLabel(s.labels, kReplicaLabels)) names.push_back(*r);
+    }
+    std::sort(names.begin(), names.end());
+    w.replicas = std::unique(names.begin(), names.end()) - names.begin();
+    out.push_back(std::move(g));
   }
   return out;
 }

@@ -293,5 +293,81 @@ TEST(WindowStats, ErrorRateAndHitRateDenominatorFromSpans) {
   EXPECT_DOUBLE_EQ(w.prefix_cache_hit_rate, 0.5);
 }
 
+// Per-label-value statistics of a metric window: a series' group is its first label
+// among the alternatives (replica, then instance), the parent its region, and the
+// requests above a threshold are interpolated linearly inside the bucket holding it.
+TEST(GroupWindowStatsFromMetrics, GroupsByTheFirstLabelPresentWithParentsAndCountsAbove) {
+  std::vector<MetricSnapshot> snaps;
+  // Each series: bucket le=0.5 and le=1.0; per scrape k the counts grow by
+  // (n05, n10, inf) = (a, b, c) cumulative.
+  struct Series {
+    const char* labels;
+    int c05, c10, count;
+  };
+  const std::vector<Series> series = {
+      {R"(replica="a",region="east")", 10, 10, 10},            // all <= 0.5 s
+      {R"(replica="b",region="east")", 0, 20, 20},             // all in (0.5, 1.0]
+      {R"(instance="10.0.0.3:8000",region="west")", 0, 0, 5},  // all above 1.0 s
+  };
+  for (int k = 0; k < 2; ++k) {
+    std::string text = "# TYPE vllm:time_to_first_token_seconds histogram\n";
+    for (const Series& x : series) {
+      text += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"0.5\"}} {}\n", x.labels,
+                          x.c05 * k);
+      text += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"1.0\"}} {}\n", x.labels,
+                          x.c10 * k);
+      text += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"+Inf\"}} {}\n",
+                          x.labels, x.count * k);
+      text += fmt::format("vllm:time_to_first_token_seconds_sum{{{}}} {}\n", x.labels, x.count * k);
+      text +=
+          fmt::format("vllm:time_to_first_token_seconds_count{{{}}} {}\n", x.labels, x.count * k);
+    }
+    ReadReport report;
+    auto s = ParseExposition(text, {}, report);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    s->timestamp_s = 10.0 * (k + 1);
+    snaps.push_back(std::move(*s));
+  }
+  const std::vector<std::string> replica = {"replica", "pod", "instance"};
+  const std::vector<std::string> region = {"region"};
+  auto g = GroupWindowStatsFromMetrics(snaps, 10, 20, replica, region, 0.75);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  ASSERT_EQ(g->size(), 3u);
+  EXPECT_EQ((*g)[0].value, "10.0.0.3:8000");
+  EXPECT_EQ((*g)[0].parent, "west");
+  EXPECT_DOUBLE_EQ((*g)[0].above, 5);  // the +Inf bucket: all above
+  EXPECT_EQ((*g)[0].stats.requests, 5);
+  EXPECT_EQ((*g)[1].value, "a");
+  EXPECT_EQ((*g)[1].parent, "east");
+  EXPECT_DOUBLE_EQ((*g)[1].above, 0);  // all <= 0.5 s
+  EXPECT_EQ((*g)[1].stats.requests, 10);
+  EXPECT_DOUBLE_EQ((*g)[1].stats.request_rate_rps, 1.0);  // 10 requests over 10 s
+  EXPECT_EQ((*g)[2].value, "b");
+  EXPECT_DOUBLE_EQ((*g)[2].above, 10);  // half of (0.5, 1.0] lies above 0.75
+  EXPECT_EQ((*g)[2].stats.requests, 20);
+  EXPECT_EQ((*g)[2].stats.ttft_s.source, TermQuantiles::Source::kBuckets);
+  EXPECT_DOUBLE_EQ((*g)[2].stats.ttft_s.buckets[0].lower_bound, 0.5);
+  EXPECT_DOUBLE_EQ((*g)[2].stats.ttft_s.buckets[0].upper_bound, 1.0);
+  for (const auto& x : *g) EXPECT_EQ(x.stats.replicas, 1) << x.value;
+
+  // By region: two groups; east holds two replicas.
+  auto r = GroupWindowStatsFromMetrics(snaps, 10, 20, region, {}, 0.75);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].value, "east");
+  EXPECT_EQ((*r)[0].stats.replicas, 2);
+  EXPECT_EQ((*r)[0].stats.requests, 30);
+  EXPECT_DOUBLE_EQ((*r)[0].above, 10);
+  EXPECT_EQ((*r)[1].stats.replicas, 1);
+
+  // No series carries the label: no groups. One snapshot: an error.
+  const std::vector<std::string> tenant = {"tenant"};
+  auto t = GroupWindowStatsFromMetrics(snaps, 10, 20, tenant, {}, 0.75);
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(t->empty());
+  EXPECT_FALSE(
+      GroupWindowStatsFromMetrics(std::span(snaps).first(1), 10, 20, tenant, {}, 0.75).ok());
+}
+
 }  // namespace
 }  // namespace ttft

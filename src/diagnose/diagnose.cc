@@ -86,8 +86,11 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
     // Too few requests for a p99: no group is credited with the increase.
     if (sig.enough) rep.contributions = diag::ContributionsOf(rep.groups);
   } else {
-    rep.fidelity_notes.push_back(
-        "no spans: splits by tenant, replica, region and template skipped");
+    // Metrics only: the splits come from the series' labels.
+    TTFT_ASSIGN_OR_RETURN(groups, diag::SplitGroupsFromMetrics(in, w, rep.fidelity_notes));
+    rep.groups = std::move(groups.splits);
+    rep.label_changes = std::move(groups.label_changes);
+    if (sig.enough) rep.contributions = diag::ContributionsOf(rep.groups);
   }
 
   // Too few requests for a p99: no cause is assessable, so none is ranked; the report

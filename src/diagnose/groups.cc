@@ -1,10 +1,15 @@
 // Diagnose() stage: where it lives. The splits of both windows by every label, each
 // group's share of the requests and contribution to the tail increase, and the label
 // values that appear or disappear (diagnose/stages.h, docs/diagnosis.md).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <array>
 #include <map>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "diagnose/parallel.h"
@@ -174,6 +179,100 @@ Groups SplitGroups(const DiagnosisInput& in, const Windows& w, Workspace& ws) {
       out.kept[split.dimension] = std::move(g);
     }
     out.splits.push_back(std::move(split));
+  }
+  return out;
+}
+
+Result<Groups> SplitGroupsFromMetrics(const DiagnosisInput& in, const Windows& w,
+                                      std::vector<std::string>& notes) {
+  struct Dimension {
+    const char* name;
+    std::vector<std::string> labels;
+  };
+  const std::vector<Dimension> dims = {
+      {"tenant", {"tenant"}},
+      {"replica", {"replica", "pod", "instance"}},
+      {"region", {"region"}},
+      {"template", {"template"}},
+      {"model", {"model_name", "model"}},
+      {"deploy", {"deploy"}},
+  };
+  const std::vector<std::string> region_labels = {"region"};
+  const double thr = w.baseline.ttft_s.p99;
+  Groups out;
+  std::vector<std::string> split, missing;
+  for (const Dimension& dim : dims) {
+    const bool replica = std::string_view(dim.name) == "replica";
+    const std::span<const std::string> parents =
+        replica ? std::span<const std::string>(region_labels) : std::span<const std::string>();
+    TTFT_ASSIGN_OR_RETURN(auto ga,
+                          GroupWindowStatsFromMetrics(in.baseline_snapshots, w.baseline.from_s,
+                                                      w.baseline.to_s, dim.labels, parents, thr));
+    TTFT_ASSIGN_OR_RETURN(auto gb,
+                          GroupWindowStatsFromMetrics(in.incident_snapshots, w.incident.from_s,
+                                                      w.incident.to_s, dim.labels, parents, thr));
+    if (ga.empty() && gb.empty()) {
+      missing.emplace_back(dim.name);
+      continue;
+    }
+    split.emplace_back(dim.name);
+    // The baseline's share of requests above its p99 (~1%, up to the interpolation),
+    // for groups too small for their own.
+    double above_all = 0, ok_all = 0;
+    for (const MetricGroupWindowStats& g : ga) {
+      above_all += g.above;
+      ok_all += static_cast<double>(g.stats.ok);
+    }
+    const double frac_all = ok_all > 0 ? above_all / ok_all : 0.01;
+    std::map<std::string, GroupRow> rows;
+    std::map<std::string, double> above_b, above_a;
+    for (MetricGroupWindowStats& g : ga) {
+      GroupRow& r = rows[g.value];
+      r.value = g.value;
+      r.parent = g.parent;
+      r.before = std::move(g.stats);
+      above_b[g.value] = g.above;
+    }
+    for (MetricGroupWindowStats& g : gb) {
+      GroupRow& r = rows[g.value];
+      r.value = g.value;
+      if (!g.parent.empty()) r.parent = g.parent;  // the incident's, as with spans
+      r.after = std::move(g.stats);
+      above_a[g.value] = g.above;
+    }
+    GroupSplit s;
+    s.dimension = dim.name;
+    for (auto& [value, row] : rows) {
+      row.share_before = w.baseline.requests > 0
+                             ? static_cast<double>(row.before.requests) / w.baseline.requests
+                             : 0;
+      row.share_after = w.incident.requests > 0
+                            ? static_cast<double>(row.after.requests) / w.incident.requests
+                            : 0;
+      const int64_t okb = row.before.ok, oka = row.after.ok;
+      const double frac = okb >= 20 ? above_b[value] / static_cast<double>(okb) : frac_all;
+      row.tail_excess = above_a[value] - static_cast<double>(oka) * frac;
+      s.rows.push_back(std::move(row));
+    }
+    RankByContribution(s.rows);
+    if (s.dimension == "template" || s.dimension == "deploy" || s.dimension == "tenant" ||
+        s.dimension == "model") {
+      for (LabelChange& c : LabelChangesOf(s)) out.label_changes.push_back(std::move(c));
+    }
+    out.splits.push_back(std::move(s));
+  }
+  if (split.empty()) {
+    notes.push_back(
+        fmt::format("metrics only: no split by {}: no TTFT series carries any of these labels",
+                    fmt::join(missing, ", ")));
+  } else {
+    notes.push_back(fmt::format(
+        "metrics only: splits by {} from the series' labels (quantiles from each group's "
+        "histogram buckets){}",
+        fmt::join(split, ", "),
+        missing.empty() ? std::string()
+                        : fmt::format("; no split by {}: no TTFT series carries the label",
+                                      fmt::join(missing, ", "))));
   }
   return out;
 }

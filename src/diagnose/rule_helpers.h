@@ -58,6 +58,14 @@ inline Trend TrendOf(double ratio, double band) {
   return Trend::kFlat;
 }
 
+// Whether quantile i (TermQuantiles::kQs) of `t` is a figure: exact or sketched, or
+// from histogram buckets neither in the first bucket nor above the highest finite
+// bound (there the buckets give only a bound).
+inline bool Resolved(const TermQuantiles& t, size_t i) {
+  return t.source != TermQuantiles::Source::kBuckets ||
+         (!t.buckets[i].in_first_bucket && !t.buckets[i].in_inf_bucket);
+}
+
 // An evidence line about `metric`, `before` -> `after` in `unit`.
 inline EvidenceLine Line(std::string metric, double before, double after, std::string unit,
                          std::string sentence) {

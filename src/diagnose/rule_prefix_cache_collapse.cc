@@ -111,9 +111,28 @@ class PrefixCacheCollapseRule final : public HypothesisRule {
       if (c.dimension == "template") h.evidence.push_back(ChangeLine(c));
     }
     if (!ev.has_spans) {
-      h.evidence.push_back(Remark("metrics only: fleet-level hit rate, no per-tenant split"));
-      h.confidence = Ramp(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate, 0.05, 0.3) *
-                     Ramp(Ratio(a.queue_s.p99, b.queue_s.p99), 1.2, 3);
+      // Metrics only: the fleet's hit rate fell and the wait or the prefill grew. A p99
+      // the buckets give only as a bound (vLLM's first queue and prefill bucket is
+      // (0, 0.3] s) is no figure to take a ratio of: the exact mean (_sum/_count) then.
+      auto growth = [](const TermQuantiles& x, const TermQuantiles& y) {
+        return Resolved(x, 2) && Resolved(y, 2) ? Ratio(x.p99, y.p99) : Ratio(x.mean, y.mean);
+      };
+      const double queue_x = growth(a.queue_s, b.queue_s);
+      const double prefill_x = growth(a.prefill_s, b.prefill_s);
+      // Cached tokens per request (prompt mean x hit rate) tell a lost prefix from
+      // longer prompts around an intact one; unknown without a prompt histogram.
+      const double cached_drop = 1 - Ratio(a.cached_tokens_mean, b.cached_tokens_mean);
+      h.evidence.push_back(Remark(
+          ten == nullptr || ten->rows.size() < 2
+              ? fmt::format("metrics only: fleet-level hit rate, no per-tenant split; queue {}, "
+                            "prefill {}, cached tokens per request {} -> {}",
+                            X(queue_x), X(prefill_x), Num(a.cached_tokens_mean),
+                            Num(b.cached_tokens_mean))
+              : fmt::format("metrics only: queue {}, prefill {}", X(queue_x), X(prefill_x))));
+      const double fleet = Ramp(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate, 0.05, 0.3) *
+                           Ramp(std::max(queue_x, prefill_x), 1.2, 3) *
+                           (std::isfinite(cached_drop) ? Ramp(cached_drop, 0.2, 0.7) : 1.0);
+      h.confidence = std::max(h.confidence, fleet);
     }
     return h;
   }

@@ -163,11 +163,40 @@ TEST(PrefixCacheCollapseRule, MetricsOnlyReadsTheFleetHitRate) {
   Case c;
   c.has_spans = false;
   c.has_metrics = true;
-  c.after.prefix_cache_hit_rate = 0.3;
+  c.after.prefix_cache_hit_rate = 0.2;
+  c.after.cached_tokens_mean = 600;  // prompt mean 3000 x hit rate 0.2
   c.after.queue_s.p99 = 1.0;
   const Hypothesis h = c.Run(*MakePrefixCacheCollapseRule());
   EXPECT_GT(h.confidence, 0.9);
   EXPECT_THAT(Sentences(h), HasSubstr("metrics only"));
+  // The hit rate fell but the cached tokens per request did not: longer prompts around
+  // an intact prefix, not a collapse.
+  Case longer = c;
+  longer.after.cached_tokens_mean = 2400;
+  EXPECT_LT(longer.Run(*MakePrefixCacheCollapseRule()).confidence, 0.05);
+}
+
+// A queue and prefill p99 inside the first bucket are bounds, not figures: their
+// ratio is not read; the exact means' growth is.
+TEST(PrefixCacheCollapseRule, MetricsOnlyReadsTheMeansWhenTheP99IsOnlyABound) {
+  Case c;
+  c.has_spans = false;
+  c.has_metrics = true;
+  c.after.prefix_cache_hit_rate = 0.0;
+  c.after.cached_tokens_mean = 0;
+  for (WindowStats* w : {&c.before, &c.after}) {
+    for (TermQuantiles* t : {&w->queue_s, &w->prefill_s}) {
+      t->source = TermQuantiles::Source::kBuckets;
+      t->p99 = 0.297;  // interpolated inside (0, 0.3]: unchanged
+      t->buckets[2] = {0.297, 0, 0.3, true, false};
+      t->mean = 0.01;
+    }
+  }
+  EXPECT_LT(c.Run(*MakePrefixCacheCollapseRule()).confidence, 0.05);  // nothing grew
+  c.after.prefill_s.mean = 0.05;                                      // x5: exact, from _sum/_count
+  const Hypothesis h = c.Run(*MakePrefixCacheCollapseRule());
+  EXPECT_GT(h.confidence, 0.9);
+  EXPECT_THAT(Sentences(h), HasSubstr("prefill x5.00"));
 }
 
 // --- scheduler_config ---------------------------------------------------------------

@@ -26,6 +26,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -78,6 +79,23 @@ struct Windows {
 // WindowStatsFromMetrics.
 Result<Windows> ComputeWindows(const DiagnosisInput& in, const InputShape& shape, Workspace& ws,
                                std::vector<std::string>& notes);
+
+// Metrics only: the quantiles of `term` (before `a`, after `b`) that histogram buckets
+// do not resolve (in the first bucket, or above the highest finite bound) and how they
+// are shown; "" when there are none.
+std::string BucketNote(std::string_view term, const TermQuantiles& a, const TermQuantiles& b);
+
+// The family names that carried the queue and prefill histograms ("" when absent).
+struct MetricFamilyNames {
+  std::string queue, prefill;
+};
+MetricFamilyNames MetricNames(std::span<const MetricSnapshot> snapshots);
+
+// Decompositions no set of requests can give, one sentence each naming the metric that
+// caused it: a queue or prefill p50 above the TTFT p99 (beyond their buckets' bounds),
+// or mean queue + mean prefill above the mean TTFT (means are exact from _sum/_count).
+std::vector<std::string> ImpossibleDecomposition(const WindowStats& a, const WindowStats& b,
+                                                 const MetricFamilyNames& names);
 
 // InvalidArgument when the two windows are on different tables and their rows carry
 // different sets of `model` labels.
@@ -155,6 +173,16 @@ struct Groups {
 // the tail increase (above the baseline p99 TTFT). REQUIRES: a span table per window;
 // `w` from ComputeWindows.
 Groups SplitGroups(const DiagnosisInput& in, const Windows& w, Workspace& ws);
+
+// The same splits from metrics alone (each window's snapshots, WindowDelta): a series
+// belongs to the group of its label (tenant; replica, pod or instance; region;
+// template; model_name or model; deploy), quantiles from its histogram buckets and the
+// requests above the baseline p99 interpolated inside their bucket. A dimension no
+// TTFT series carries is left out and named in `notes`. REQUIRES: >= 2 snapshots per
+// window (ValidateInput); `w` from ComputeWindows. Errors: those of
+// GroupWindowStatsFromMetrics.
+Result<Groups> SplitGroupsFromMetrics(const DiagnosisInput& in, const Windows& w,
+                                      std::vector<std::string>& notes);
 
 // Sets each row's contribution from its tail_excess (its positive part over the sum of
 // the positive parts; 0 when none is positive) and sorts the rows by contribution,

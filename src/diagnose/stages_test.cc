@@ -252,6 +252,75 @@ TEST(DecomposeTail, FromMetricsByTheChangeOfEachP99) {
   EXPECT_EQ(d.dominant, "prefill");
 }
 
+// A term from histogram buckets whose quantiles all lie in bucket i of `bounds`.
+TermQuantiles InBucket(double lower, double upper, double mean, bool first) {
+  TermQuantiles t;
+  t.source = TermQuantiles::Source::kBuckets;
+  t.count = 100;
+  t.mean = mean;
+  t.p50 = t.p90 = t.p99 = (lower + upper) / 2;
+  for (BucketQuantile& b : t.buckets) b = {(lower + upper) / 2, lower, upper, first, false};
+  return t;
+}
+
+TEST(BucketNote, QuantilesInTheFirstBucketAreBoundsNotFigures) {
+  // Medians interpolated inside the first 0.3 s bucket: 150 ms is not a measurement.
+  const TermQuantiles a = InBucket(0, 0.3, 0.012, true), b = InBucket(0, 0.3, 0.015, true);
+  const std::string note = BucketNote("queue", a, b);
+  EXPECT_THAT(note, HasSubstr("queue: baseline p50, p90, p99 and incident p50, p90, p99"));
+  EXPECT_THAT(note, HasSubstr("[0, 300 ms]"));
+  EXPECT_THAT(note, HasSubstr("<= 300 ms"));
+  EXPECT_THAT(note, HasSubstr("12 ms -> 15 ms"));  // the exact means
+  // Resolved quantiles (not the first or the +Inf bucket) need no note; spans none.
+  EXPECT_EQ(BucketNote("queue", InBucket(0.3, 0.5, 0.4, false), InBucket(0.3, 0.5, 0.4, false)),
+            "");
+  EXPECT_EQ(BucketNote("queue", TermQuantiles{}, TermQuantiles{}), "");
+  TermQuantiles inf = InBucket(10, kMissing, 20, false);
+  inf.buckets[2].in_inf_bucket = true;
+  inf.buckets[2].value = 10;
+  EXPECT_THAT(BucketNote("TTFT", InBucket(0.3, 0.5, 0.4, false), inf),
+              HasSubstr("TTFT: incident p99 lie above the highest finite bucket and are shown as "
+                        ">= 10.00 s"));
+}
+
+TEST(ImpossibleDecomposition, QueueAboveTtftIsFlaggedWithTheMetric) {
+  WindowStats a, b;
+  a.ttft_s = b.ttft_s = InBucket(0.3, 0.5, 0.4, false);
+  a.prefill_s = b.prefill_s = InBucket(0.1, 0.3, 0.2, false);
+  a.queue_s = InBucket(0, 0.1, 0.05, true);
+  // An SGLang-style queue metric measuring something longer than the wait in TTFT.
+  b.queue_s = InBucket(1.0, 2.5, 1.5, false);
+  const MetricFamilyNames names{"sglang:queue_time_seconds", "vllm:request_prefill_time_seconds"};
+  const std::vector<std::string> out = ImpossibleDecomposition(a, b, names);
+  // One note per window: the quantile contradiction (with the means) names the metric.
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_THAT(out[0], HasSubstr("impossible decomposition (incident): the queue p50"));
+  EXPECT_THAT(out[0], HasSubstr("from sglang:queue_time_seconds"));
+  EXPECT_THAT(out[0], HasSubstr("with a mean of 1.50 s against a mean TTFT of 400 ms"));
+  // Means that do not add up, with the quantiles' buckets overlapping.
+  WindowStats m = a;
+  m.queue_s = InBucket(0.3, 0.5, 0.3, false);
+  m.prefill_s = InBucket(0.1, 0.3, 0.2, false);
+  const std::vector<std::string> sum = ImpossibleDecomposition(m, a, names);
+  ASSERT_EQ(sum.size(), 1u);
+  EXPECT_THAT(sum[0], HasSubstr("impossible decomposition (baseline): mean queue 300 ms "
+                                "(sglang:queue_time_seconds) + mean prefill 200 ms "
+                                "(vllm:request_prefill_time_seconds) exceeds the mean TTFT"));
+  // Without a prefill histogram a queue mean above the TTFT mean is flagged alone.
+  WindowStats d = a;
+  d.prefill_s = TermQuantiles{};
+  d.queue_s = InBucket(0, 0.1, 11.8, true);  // mean 11.8 s (SGLang 0.3.5's waiting latency)
+  const std::vector<std::string> q = ImpossibleDecomposition(d, a, names);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_THAT(q[0], HasSubstr("impossible decomposition (baseline): mean queue 11.80 s "
+                              "(sglang:queue_time_seconds) exceeds"));
+  // A consistent window: nothing; overlapping buckets are not a contradiction.
+  EXPECT_TRUE(ImpossibleDecomposition(a, a, names).empty());
+  WindowStats c = a;
+  c.queue_s = InBucket(0.3, 0.5, 0.15, false);  // p50 may equal the TTFT p99
+  EXPECT_TRUE(ImpossibleDecomposition(c, c, names).empty());
+}
+
 // --- Groups -----------------------------------------------------------------------
 
 GroupRow Row(std::string value, double tail_excess) {

@@ -4,12 +4,17 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "diagnose/parallel.h"
 #include "diagnose/stages.h"
+#include "ttft/format.h"
 #include "ttft/model.h"
 
 namespace ttft::diag {
@@ -28,6 +33,101 @@ std::vector<uint32_t> RowsIn(const SpanWindow& w) {
 }
 
 }  // namespace
+
+std::string BucketNote(std::string_view term, const TermQuantiles& a, const TermQuantiles& b) {
+  constexpr std::array<const char*, 3> kNames = {"p50", "p90", "p99"};
+  std::vector<std::string> first, inf;
+  double first_upper = kMissing, inf_bound = kMissing;
+  for (const auto& [window, t] : {std::pair{"baseline", &a}, std::pair{"incident", &b}}) {
+    if (t->source != TermQuantiles::Source::kBuckets) continue;
+    std::vector<std::string> f, i;
+    for (size_t q = 0; q < kNames.size(); ++q) {
+      const BucketQuantile& bq = t->buckets[q];
+      if (bq.in_first_bucket) {
+        f.emplace_back(kNames[q]);
+        first_upper = bq.upper_bound;
+      } else if (bq.in_inf_bucket) {
+        i.emplace_back(kNames[q]);
+        inf_bound = bq.value;
+      }
+    }
+    if (!f.empty()) first.push_back(fmt::format("{} {}", window, fmt::join(f, ", ")));
+    if (!i.empty()) inf.push_back(fmt::format("{} {}", window, fmt::join(i, ", ")));
+  }
+  std::string out;
+  if (!first.empty()) {
+    out = fmt::format(
+        "{}: {} lie in the first histogram bucket [0, {}] and are shown as <= {} (an "
+        "interpolated value there, e.g. {} for the median, is not a measurement); the exact "
+        "mean (_sum/_count) is {} -> {}",
+        term, fmt::join(first, " and "), numfmt::Secs(first_upper), numfmt::Secs(first_upper),
+        numfmt::Secs(first_upper / 2), numfmt::Secs(a.mean), numfmt::Secs(b.mean));
+  }
+  if (!inf.empty()) {
+    out += fmt::format(
+        "{}{}: {} lie above the highest finite bucket and are shown as >= {} (a lower limit)",
+        out.empty() ? "" : "; ", term, fmt::join(inf, " and "), numfmt::Secs(inf_bound));
+  }
+  return out;
+}
+
+std::vector<std::string> ImpossibleDecomposition(const WindowStats& a, const WindowStats& b,
+                                                 const MetricFamilyNames& names) {
+  std::vector<std::string> out;
+  for (const auto& [window, w] : {std::pair{"baseline", &a}, std::pair{"incident", &b}}) {
+    // Per request queue <= TTFT and prefill <= TTFT, so every quantile of a term is at
+    // most the same quantile of TTFT: a term's p50 whose bucket starts above the TTFT
+    // p99's bucket end cannot come from the same requests.
+    bool flagged = false;
+    for (const auto& [term, t, metric] : {std::tuple{"queue", &w->queue_s, &names.queue},
+                                          std::tuple{"prefill", &w->prefill_s, &names.prefill}}) {
+      const BucketQuantile& p50 = t->buckets[0];
+      const BucketQuantile& ttft99 = w->ttft_s.buckets[2];
+      const double lo = t->source == TermQuantiles::Source::kBuckets ? p50.lower_bound : t->p50;
+      const double hi =
+          w->ttft_s.source == TermQuantiles::Source::kBuckets ? ttft99.upper_bound : w->ttft_s.p99;
+      if (std::isfinite(lo) && std::isfinite(hi) && lo > hi) {
+        flagged = true;
+        out.push_back(fmt::format(
+            "impossible decomposition ({}): the {} p50 ({}, from {}) is above the TTFT p99 ({}), "
+            "with a mean of {} against a mean TTFT of {}: {} does not measure the wait inside TTFT "
+            "here (another definition or engine version); its figures are not comparable with "
+            "TTFT",
+            window, term, numfmt::Secs(t->p50), *metric, numfmt::Secs(w->ttft_s.p99),
+            numfmt::Secs(t->mean), numfmt::Secs(w->ttft_s.mean), *metric));
+      }
+    }
+    if (flagged) continue;
+    // The means are exact (_sum/_count) and add up per request: queue + prefill <= TTFT
+    // (front end and rounding aside: 5% and 1 ms of slack). A missing term counts as 0.
+    std::string parts, metrics;
+    double terms = 0;
+    for (const auto& [term, t, metric] : {std::tuple{"queue", &w->queue_s, &names.queue},
+                                          std::tuple{"prefill", &w->prefill_s, &names.prefill}}) {
+      if (!std::isfinite(t->mean)) continue;
+      terms += t->mean;
+      parts += fmt::format("{}mean {} {} ({})", parts.empty() ? "" : " + ", term,
+                           numfmt::Secs(t->mean), *metric);
+      metrics += fmt::format("{}{}", metrics.empty() ? "" : " and ", *metric);
+    }
+    if (!parts.empty() && std::isfinite(w->ttft_s.mean) && terms > 1.05 * w->ttft_s.mean + 0.001) {
+      out.push_back(fmt::format(
+          "impossible decomposition ({}): {} exceeds the mean TTFT {}: the terms do not add up "
+          "to TTFT; check what {} measure",
+          window, parts, numfmt::Secs(w->ttft_s.mean), metrics));
+    }
+  }
+  return out;
+}
+
+MetricFamilyNames MetricNames(std::span<const MetricSnapshot> snapshots) {
+  MetricFamilyNames n;
+  if (snapshots.empty()) return n;
+  const MetricSnapshot& s = snapshots.back();
+  if (const MetricFamily* f = FindCanonical(s, CanonicalMetric::kQueue)) n.queue = f->name;
+  if (const MetricFamily* f = FindCanonical(s, CanonicalMetric::kPrefill)) n.prefill = f->name;
+  return n;
+}
 
 Result<InputShape> ValidateInput(const DiagnosisInput& in) {
   const SpanWindow& A = in.baseline;
@@ -103,9 +203,19 @@ Result<Windows> ComputeWindows(const DiagnosisInput& in, const InputShape& shape
                           WindowStatsFromMetrics(in.incident_snapshots, B.from_s, B.to_s));
     notes.push_back(
         "metrics only: quantiles come from histogram buckets (PromQL histogram_quantile); no "
-        "per-request decomposition of the tail, no splits by tenant or template, no "
-        "per-token prefill time, no output lengths; the bootstrap CI and Mann-Whitney test "
-        "need per-request values and were not run");
+        "per-request decomposition of the tail, no per-token prefill time, no output lengths; "
+        "the bootstrap CI and Mann-Whitney test need per-request values and were not run");
+    for (const auto& [name, a, b] :
+         {std::tuple{"TTFT", &w.baseline.ttft_s, &w.incident.ttft_s},
+          std::tuple{"queue", &w.baseline.queue_s, &w.incident.queue_s},
+          std::tuple{"prefill", &w.baseline.prefill_s, &w.incident.prefill_s}}) {
+      std::string note = BucketNote(name, *a, *b);
+      if (!note.empty()) notes.push_back(std::move(note));
+    }
+    for (std::string& n :
+         ImpossibleDecomposition(w.baseline, w.incident, MetricNames(in.incident_snapshots))) {
+      notes.push_back(std::move(n));
+    }
   }
   if (!shape.has_metrics && shape.has_spans) {
     notes.push_back(

@@ -14,8 +14,20 @@ nlohmann::json J(double v) {
   return v;
 }
 
+// From histogram buckets, each quantile's bucket [lower, upper] and the note on what
+// the buckets do not resolve too (spans: the three figures only).
 nlohmann::json TermsJson(const TermQuantiles& t) {
-  return {{"p50", J(t.p50)}, {"p90", J(t.p90)}, {"p99", J(t.p99)}};
+  nlohmann::json j = {{"p50", J(t.p50)}, {"p90", J(t.p90)}, {"p99", J(t.p99)}};
+  if (t.source == TermQuantiles::Source::kBuckets) {
+    constexpr const char* kKeys[] = {"p50", "p90", "p99"};
+    nlohmann::json b = nlohmann::json::object();
+    for (size_t i = 0; i < 3; ++i) {
+      b[kKeys[i]] = {J(t.buckets[i].lower_bound), J(t.buckets[i].upper_bound)};
+    }
+    j["buckets"] = b;
+    if (!t.note.empty()) j["note"] = t.note;
+  }
+  return j;
 }
 
 nlohmann::json StatsJson(const WindowStats& w) {

@@ -19,6 +19,17 @@ using numfmt::X;
 
 namespace {
 
+// The change of quantile i: "" when the buckets resolve either side only as a bound
+// (a ratio of interpolated figures there is noise).
+std::string ChangeCell(const TermQuantiles& a, const TermQuantiles& b, size_t i) {
+  auto bound = [i](const TermQuantiles& t) {
+    return t.source == TermQuantiles::Source::kBuckets &&
+           (t.buckets[i].in_first_bucket || t.buckets[i].in_inf_bucket);
+  };
+  if (bound(a) || bound(b)) return "";
+  return X(Ratio(a.at(i), b.at(i)));
+}
+
 // The input may carry no preemption counts (spans without the field, scrapes without
 // vllm:num_preemptions_total): say so rather than print NaN.
 std::string Preemptions(const WindowStats& w) {
@@ -38,12 +49,14 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
       {"request rate", numfmt::Fixed(a.request_rate_rps, 2) + " rps",
        numfmt::Fixed(b.request_rate_rps, 2) + " rps",
        X(Ratio(a.request_rate_rps, b.request_rate_rps))},
-      {"p50 TTFT", Secs(a.ttft_s.p50), Secs(b.ttft_s.p50), X(Ratio(a.ttft_s.p50, b.ttft_s.p50))},
-      {"p99 TTFT", Secs(a.ttft_s.p99), Secs(b.ttft_s.p99), X(Ratio(a.ttft_s.p99, b.ttft_s.p99))},
-      {"p99 queue", Secs(a.queue_s.p99), Secs(b.queue_s.p99),
-       X(Ratio(a.queue_s.p99, b.queue_s.p99))},
-      {"p99 prefill", Secs(a.prefill_s.p99), Secs(b.prefill_s.p99),
-       X(Ratio(a.prefill_s.p99, b.prefill_s.p99))},
+      {"p50 TTFT", QuantileCell(a.ttft_s, 0), QuantileCell(b.ttft_s, 0),
+       ChangeCell(a.ttft_s, b.ttft_s, 0)},
+      {"p99 TTFT", QuantileCell(a.ttft_s, 2), QuantileCell(b.ttft_s, 2),
+       ChangeCell(a.ttft_s, b.ttft_s, 2)},
+      {"p99 queue", QuantileCell(a.queue_s, 2), QuantileCell(b.queue_s, 2),
+       ChangeCell(a.queue_s, b.queue_s, 2)},
+      {"p99 prefill", QuantileCell(a.prefill_s, 2), QuantileCell(b.prefill_s, 2),
+       ChangeCell(a.prefill_s, b.prefill_s, 2)},
       {"ITL p50", Secs(a.itl_s.p50), Secs(b.itl_s.p50), X(Ratio(a.itl_s.p50, b.itl_s.p50))},
       {"max ITL p99", Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s),
        X(Ratio(a.itl_max_p99_s, b.itl_max_p99_s))},
@@ -58,8 +71,22 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
   };
 }
 
+std::string QuantileCell(const TermQuantiles& t, size_t i) {
+  if (t.source == TermQuantiles::Source::kBuckets) {
+    const BucketQuantile& b = t.buckets[i];
+    if (b.in_first_bucket) return "<=" + Secs(b.upper_bound);
+    if (b.in_inf_bucket) return ">=" + Secs(b.value);
+  }
+  return Secs(t.at(i));
+}
+
 std::string Terms(const TermQuantiles& t) {
-  return fmt::format("{} / {} / {}", Secs(t.p50), Secs(t.p90), Secs(t.p99));
+  const std::string p50 = QuantileCell(t, 0), p90 = QuantileCell(t, 1), p99 = QuantileCell(t, 2);
+  // Three bounds alike ("<=300 ms" each) say it once, and fit the tables' columns.
+  if (p50 == p90 && p90 == p99 && (p50.starts_with("<=") || p50.starts_with(">="))) {
+    return "all " + p50;
+  }
+  return fmt::format("{} / {} / {}", p50, p90, p99);
 }
 
 bool StatesShares(const DiagnosisReport& r) { return r.verdict == Verdict::kRegression; }

@@ -8,6 +8,7 @@
 #ifndef TTFT_REPORT_TABLES_H_
 #define TTFT_REPORT_TABLES_H_
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,13 @@ struct SymRow {
 // The symptom table of a report, in the seed's order.
 std::vector<SymRow> Symptoms(const DiagnosisReport& r);
 
-// "p50 / p90 / p99" of one term.
+// Quantile i (TermQuantiles::kQs) of a term: its value, or for a quantile from
+// histogram buckets that they do not resolve "<=300 ms" (in the first bucket) or
+// ">=10 s" (above the highest finite bound) instead of an interpolated figure.
+std::string QuantileCell(const TermQuantiles& t, size_t i);
+
+// "p50 / p90 / p99" of one term (each as QuantileCell; "all <=300 ms" when the three are
+// the same bound).
 std::string Terms(const TermQuantiles& t);
 
 // "tenant acme: hit rate 81% to 3%, p99 TTFT 420 ms to 2.10 s, 25% of the requests,
