@@ -117,6 +117,7 @@ TEST_F(BadInputCorpus, InputsWithNothingUsableExitNonZeroNamingTheFile) {
       {"utf8.jsonl", "{\"request_id\": \"a\xff\xfe\", \"arrival_s\": 1, \"ttft_s\": 0.5}\n"},
       {"nan.jsonl", R"({"request_id": "a", "arrival_s": NaN, "ttft_s": 0.5})"
                     "\n"},
+      {"words.jsonl", "not json\n"},  // looks like a Prometheus sample: read as one
       {"negative.jsonl", R"({"request_id": "a", "arrival_s": 1, "ttft_s": -3})"
                          "\n"},
   };
@@ -154,6 +155,53 @@ TEST_F(BadInputCorpus, HugeEventsAndScrapesStopAtTheirLimits) {
   if (r.exit_code == 0) {
     EXPECT_FALSE(nlohmann::json::parse(r.out, nullptr, false).is_discarded()) << r.out;
   }
+}
+
+// A scrape of one vLLM engine: TTFT histogram and the request counter.
+std::string Scrape(double count, bool help_and_type, const std::string& extra = "") {
+  std::string s;
+  if (help_and_type) s += "# TYPE vllm:time_to_first_token_seconds histogram\n";
+  const std::string l = "{engine=\"0\",model_name=\"m\"";
+  for (const char* le : {"0.1", "1.0", "+Inf"}) {
+    s += "vllm:time_to_first_token_seconds_bucket" + l + ",le=\"" + le + "\"} " +
+         std::to_string(count) + "\n";
+  }
+  s += "vllm:time_to_first_token_seconds_count" + l + "} " + std::to_string(count) + "\n";
+  s += "vllm:time_to_first_token_seconds_sum" + l + "} " + std::to_string(count * 0.05) + "\n";
+  return s + extra;
+}
+
+// Scrapes: the file name decides the format where the content cannot; repeats and
+// invalid UTF-8 are counted and named, not kept silently.
+TEST_F(BadInputCorpus, ScrapesWithoutTypeLinesRepeatsAndInvalidUtf8AreReadOrReported) {
+  // No HELP or TYPE lines: read as Prometheus text because of .prom (was sniffed as
+  // CSV, every line skipped).
+  const std::string a = Write("t000000000.000.prom", Scrape(10, false));
+  const std::string b = Write("t000000015.000.prom", Scrape(30, false));
+  RunResult r = RunTtft("stats " + a + " " + b + " --format json", 30);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["groups"][0]["count"], 20) << r.out;
+  // A repeated bucket line: the first is kept, the repeat reported with its line.
+  const std::string dup = Write(
+      "dup.prom", Scrape(10, true,
+                         "vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"m\","
+                         "le=\"0.1\"} 99\n"));
+  Expect("stats " + dup + " --format json", 0,
+         "dup.prom:7: vllm:time_to_first_token_seconds_bucket le=0.1: duplicate series");
+  // A label that is not UTF-8: the line is skipped and named; the JSON stays valid.
+  const std::string bad =
+      Write("utf8.prom", Scrape(10, true, "vllm:num_requests_running{replica=\"r\xff\"} 1\n"));
+  Expect("stats " + bad + " --format json", 0, "utf8.prom:7: the line is not valid UTF-8");
+}
+
+// A scenario that is not UTF-8 (its names become labels in spans and metrics that
+// its own readers would reject): an error with the file and line.
+TEST_F(BadInputCorpus, AScenarioThatIsNotUtf8IsAnErrorWithItsLine) {
+  const std::string path = Write("u.yaml", Edit(kScenario, "{name: r,", "{name: \"r\xff\","));
+  Expect("simulate " + path + " --quiet --out " + (dir_ / "o").string(), 2,
+         "u.yaml:5: not valid UTF-8", 10);
 }
 
 }  // namespace

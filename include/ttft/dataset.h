@@ -141,6 +141,10 @@ void FinishLoading(Dataset& data);
 // empty and `data` then holds no span and no scrape (RequireUsableRecords).
 Status LoadDataset(std::span<const std::string> paths, const LoadOptions& options, Dataset& data);
 
+// The spans and metric series (of all scrapes) in `data`: what LoadDataset requires
+// to be > 0.
+int64_t UsableRecords(const Dataset& data);
+
 // An error naming `paths` when they gave nothing to analyse (`used` == 0: empty files,
 // every record skipped or ignored), with the read report's counts and first issue. A
 // run that used nothing must not exit 0 (docs/telemetry.md, "Bad input").

@@ -73,6 +73,10 @@ std::optional<InputFormat> ParseInputFormat(std::string_view s);
 // Detects the format of a file from its first bytes (after gzip decompression): the
 // first registry row whose detector accepts them, else kSpanJsonl. Never kAuto.
 InputFormat DetectFormat(std::string_view head);
+// DetectFormat with the file's name: a ".prom" or ".prom.gz" file is Prometheus text
+// whatever its first bytes (a scrape without HELP and TYPE lines looked like CSV and
+// had every line skipped); any other name is detected from `head`.
+InputFormat DetectFormatOf(std::string_view path, std::string_view head);
 
 // Files read whole (a Prometheus scrape, a query result, an events file): at most
 // 1 GiB after decompression. Span files stream and have no size limit; their lines

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dataset/internal.h"
 #include "ttft/dataset.h"
 #include "ttft/window_stats.h"
 
@@ -56,19 +57,13 @@ Result<std::vector<std::string>> ExpandFolders(std::span<const std::string> path
       out.push_back((fs::path(p) / "spans.jsonl").string());
       continue;
     }
-    std::vector<std::string> scrapes;
-    std::error_code ec;
-    for (const fs::path& d : {fs::path(p) / "metrics", fs::path(p)}) {
-      if (!scrapes.empty() || !fs::is_directory(d)) continue;
-      for (const auto& e : fs::directory_iterator(d, ec)) {
-        if (e.path().extension() == ".prom") scrapes.push_back(e.path().string());
-      }
-    }
+    std::vector<std::string> scrapes =
+        dataset_internal::ScrapeFilesIn((fs::path(p) / "metrics").string());
+    if (scrapes.empty()) scrapes = dataset_internal::ScrapeFilesIn(p);
     if (scrapes.empty()) {
       return Status::Invalid(
           fmt::format("{}: a folder without spans.jsonl, metrics/*.prom or *.prom", p));
     }
-    std::sort(scrapes.begin(), scrapes.end());
     out.insert(out.end(), scrapes.begin(), scrapes.end());
   }
   return out;
@@ -98,7 +93,7 @@ Result<StatsResult> ComputeStats(std::span<const std::string> given, const Stats
         return Status::NotFound(fmt::format("{}: no such file", paths.front()));
       }
       TTFT_ASSIGN_OR_RETURN(std::string head, ReadInputHead(paths.front(), 1 << 16));
-      kind = DetectFormat(head);
+      kind = DetectFormatOf(paths.front(), head);
     }
   }
   StatsResult out;
@@ -117,8 +112,7 @@ Result<StatsResult> ComputeStats(std::span<const std::string> given, const Stats
   for (const std::string& in : paths) TTFT_RETURN_IF_ERROR(LoadInput(in, load, data));
   FinishLoading(data);  // scrapes ordered by time, whatever the argument order
   if (!live) {
-    TTFT_RETURN_IF_ERROR(RequireUsableRecords(
-        paths, static_cast<int64_t>(data.snapshots.size() + data.spans.size()), data.report));
+    TTFT_RETURN_IF_ERROR(RequireUsableRecords(paths, UsableRecords(data), data.report));
   }
   out.report = std::move(data.report);
   if (data.has_spans) {

@@ -29,6 +29,10 @@ WindowStats MetricSeriesStats(const MetricSnapshot& window,
 WindowStats MetricGroupStats(const MetricSnapshot& window, const std::optional<std::string>& by,
                              const std::string& group);
 
+// The *.prom files directly in `dir`, sorted by name (FinishLoading orders scrapes by
+// time); none when it is not a readable folder.
+std::vector<std::string> ScrapeFilesIn(const std::string& dir);
+
 }  // namespace ttft::dataset_internal
 
 #endif  // TTFT_DATASET_INTERNAL_H_

@@ -85,6 +85,26 @@ Status AddScrape(const std::string& path, MetricSnapshot s, const LoadOptions& o
   return Status::Ok();
 }
 
+}  // namespace
+
+namespace dataset_internal {
+
+std::vector<std::string> ScrapeFilesIn(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".prom" && !it->is_directory(ec)) {
+      files.push_back(it->path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace dataset_internal
+
+namespace {
+
 Status LoadFolder(const std::string& in, const LoadOptions& options, Dataset& data) {
   const fs::path d(in);
   bool any = false;
@@ -96,12 +116,9 @@ Status LoadFolder(const std::string& in, const LoadOptions& options, Dataset& da
         ReadSpanTable((d / "spans.jsonl").string(), own.read, data.spans, data.report));
     data.has_spans = any = true;
   }
-  if (fs::is_directory(d / "metrics")) {
-    std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(d / "metrics")) {
-      if (e.path().extension() == ".prom") files.push_back(e.path().string());
-    }
-    std::sort(files.begin(), files.end());
+  {
+    const std::vector<std::string> files =
+        dataset_internal::ScrapeFilesIn((d / "metrics").string());
     for (const std::string& f : files) TTFT_RETURN_IF_ERROR(LoadInput(f, own, data));
     any = any || !files.empty();
   }
@@ -111,11 +128,7 @@ Status LoadFolder(const std::string& in, const LoadOptions& options, Dataset& da
   // its parent holds a summary.json (so `diagnose FOLDER/metrics` diagnoses the same
   // windows as `diagnose FOLDER`).
   if (!any) {
-    std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(d)) {
-      if (e.path().extension() == ".prom" && !e.is_directory()) files.push_back(e.path().string());
-    }
-    std::sort(files.begin(), files.end());
+    const std::vector<std::string> files = dataset_internal::ScrapeFilesIn(in);
     for (const std::string& f : files) TTFT_RETURN_IF_ERROR(LoadInput(f, own, data));
     any = !files.empty();
     fs::path abs = fs::absolute(d).lexically_normal();
@@ -149,7 +162,7 @@ Status LoadInput(const std::string& in, const LoadOptions& options, Dataset& dat
       // The first 64 KB tell the format; reading the whole file here would hold a
       // multi-GB span file in memory twice.
       TTFT_ASSIGN_OR_RETURN(std::string head, ReadInputHead(in, 1 << 16));
-      kind = DetectFormat(head);
+      kind = DetectFormatOf(in, head);
     }
   }
   if (kind == InputFormat::kProm) {
@@ -206,8 +219,15 @@ Status LoadDataset(std::span<const std::string> paths, const LoadOptions& option
   for (const std::string& p : paths) TTFT_RETURN_IF_ERROR(LoadInput(p, options, data));
   FinishLoading(data);
   if (paths.empty()) return Status::Ok();
-  return RequireUsableRecords(
-      paths, static_cast<int64_t>(data.spans.size() + data.snapshots.size()), data.report);
+  return RequireUsableRecords(paths, UsableRecords(data), data.report);
+}
+
+int64_t UsableRecords(const Dataset& data) {
+  int64_t n = static_cast<int64_t>(data.spans.size());
+  for (const MetricSnapshot& s : data.snapshots) {
+    for (const MetricFamily& f : s.families) n += static_cast<int64_t>(f.series.size());
+  }
+  return n;
 }
 
 Status RequireUsableRecords(std::span<const std::string> paths, int64_t used,

@@ -6,6 +6,7 @@
 #include "ttft/scenario.h"
 
 #include <fmt/format.h>
+#include <simdjson.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -1296,6 +1297,15 @@ Result<Scenario> ParseScenario(std::string_view yaml_text, const std::string& so
   constexpr size_t kMaxBytes = 16 << 20;
   if (yaml_text.size() > kMaxBytes) {
     return Status::Invalid(fmt::format("{}: larger than {} bytes", source_name, kMaxBytes));
+  }
+  // YAML is Unicode text; names become labels in spans and metrics, which must be
+  // valid UTF-8 for the readers (and JSON) downstream.
+  for (size_t pos = 0, line = 1; pos < yaml_text.size(); ++line) {
+    const size_t end = std::min(yaml_text.find('\n', pos), yaml_text.size());
+    if (!simdjson::validate_utf8(yaml_text.data() + pos, end - pos)) {
+      return Status::Invalid(fmt::format("{}:{}: not valid UTF-8", source_name, line));
+    }
+    pos = end + 1;
   }
   if (TooDeep(yaml_text)) {
     return Status::Invalid(fmt::format("{}: nested too deeply", source_name));

@@ -2,6 +2,7 @@
 // deltas (ttft/metrics.h). Format reference: prometheus/docs
 // content/docs/instrumenting/exposition_formats.md ("Text-based format").
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <cctype>
@@ -215,6 +216,12 @@ Result<MetricSnapshot> ParseExposition(std::string_view text, const ExpositionPa
           options.source, line_no));
     }
     if (blank) continue;
+    // The text format is UTF-8 (label values and HELP may hold any UTF-8): a line that
+    // is not would reach the JSON outputs, which must stay valid.
+    if (!simdjson::validate_utf8(line.data(), line.size())) {
+      TTFT_RETURN_IF_ERROR(bad(line_no, "invalid utf-8", "the line is not valid UTF-8"));
+      continue;
+    }
     const size_t first = line.find_first_not_of(" \t");
     line.remove_prefix(first);
     if (line[0] == '#') {
@@ -356,6 +363,19 @@ Result<MetricSnapshot> ParseExposition(std::string_view text, const ExpositionPa
         entry.second.line = s.line;
       }
       HistBuild& hb = entry.second;
+      // A repeated bucket, _sum or _count of one series: the first is kept and the
+      // repeat reported (it used to win silently).
+      const bool repeated = part == "_bucket"
+                                ? std::any_of(hb.buckets.begin(), hb.buckets.end(),
+                                              [&](const auto& b) { return b.first == le; })
+                                : (part == "_sum" && !std::isnan(hb.sum)) ||
+                                      (part == "_count" && !std::isnan(hb.count));
+      if (repeated) {
+        TTFT_RETURN_IF_ERROR(bad(s.line, "duplicate sample",
+                                 fmt::format("{}{}: duplicate series", s.name,
+                                             part == "_bucket" ? fmt::format(" le={}", le) : "")));
+        continue;
+      }
       if (part == "_bucket") {
         hb.buckets.emplace_back(le, s.value);
       } else if (part == "_sum") {

@@ -34,6 +34,11 @@ const InputFormatRow* FindInputFormat(InputFormat format) {
 
 }  // namespace internal
 
+InputFormat DetectFormatOf(std::string_view path, std::string_view head) {
+  if (path.ends_with(".prom") || path.ends_with(".prom.gz")) return InputFormat::kProm;
+  return DetectFormat(head);
+}
+
 InputFormat DetectFormat(std::string_view head) {
   internal::FormatProbe probe;
   probe.head = head;
