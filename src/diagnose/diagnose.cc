@@ -97,6 +97,7 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
     const Evidence ev{rep.baseline,      rep.incident,    rep.decomposition, rep.groups,
                       rep.label_changes, shape.has_spans, shape.has_metrics};
     rep.hypotheses = diag::EvaluateRules(DefaultRules(), ev, rep.fidelity_notes);
+    diag::WordForVerdict(rep.verdict, rep.hypotheses);
   } else {
     rep.fidelity_notes.push_back(fmt::format(
         "hypotheses not assessed: {} and {} ok requests are too few for a p99 (need {} in each "
