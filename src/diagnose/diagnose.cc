@@ -21,12 +21,16 @@ std::string_view ToString(Verdict v) {
   return "?";
 }
 
+std::string LabelValueText(std::string_view value) {
+  return value.empty() ? std::string("\"\" (empty)") : std::string(value);
+}
+
 std::string ToString(const LabelChange& c) {
   if (c.kind == LabelChange::Kind::kNew) {
-    return fmt::format("{} {}: new in the incident ({} of requests)", c.dimension, c.value,
-                       numfmt::Pct(c.share));
+    return fmt::format("{} {}: new in the incident ({} of requests)", c.dimension,
+                       LabelValueText(c.value), numfmt::Pct(c.share));
   }
-  return fmt::format("{} {}: gone in the incident (was {})", c.dimension, c.value,
+  return fmt::format("{} {}: gone in the incident (was {})", c.dimension, LabelValueText(c.value),
                      numfmt::Pct(c.share));
 }
 
