@@ -16,13 +16,16 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "markdown_it.h"
 #include "run_ttft.h"
 #include "telemetry/prometheus_process_testing.h"
+#include "ttft/gate.h"
 
 namespace ttft {
 namespace {
@@ -145,6 +148,72 @@ TEST_F(GateCli, JsonAndJunitAreWellFormed) {
   RunResult md = RunTtft("gate " + Canary() + " --format markdown");
   EXPECT_THAT(md.out, HasSubstr("| criterion | label |"));
   EXPECT_EQ(md.exit_code, 1);
+}
+
+// Every way into Markdown markup, in a selector value (no ',' or '=': the selector's
+// separators) and in a model label.
+const std::string kHostile =
+    "rag-9\n# Owned\n<script>alert(1)</script>[x](javascript:alert(1))![i](javascript:alert(2))"
+    "<javascript:alert(3)>`pwn`|cell|";
+
+// The gate's Markdown rendered as GitHub-flavoured Markdown (markdown-it): the data's
+// strings stay text. The only raw HTML is the gate's own <details> around the rules.
+void ExpectNoInjectedElement(const std::string& md) {
+  SCOPED_TRACE(md);
+  std::string why;
+  std::optional<nlohmann::json> doc = ::ttft::testing::InspectMarkdown(md, &why);
+  if (!doc) {
+    ASSERT_NE(why.rfind("check.mjs", 0), 0u) << why;
+    GTEST_SKIP() << "markdown-it not available: " << why;
+  }
+  for (const auto& h : (*doc)["html"]) {
+    const std::string tag = h.get<std::string>();
+    EXPECT_TRUE(tag == "<details><summary>Rules</summary>\n" || tag == "</details>\n") << tag;
+  }
+  EXPECT_TRUE((*doc)["links"].empty()) << (*doc)["links"].dump();
+  EXPECT_TRUE((*doc)["images"].empty()) << (*doc)["images"].dump();
+  ASSERT_EQ((*doc)["headings"].size(), 1u) << (*doc)["headings"].dump();
+  EXPECT_EQ((*doc)["headings"][0]["tag"], "h3");
+  for (const auto& c : (*doc)["code"]) {
+    EXPECT_EQ(c.get<std::string>().find("pwn"), std::string::npos) << "a code span from data";
+  }
+  ASSERT_EQ((*doc)["tables"].size(), 1u);
+  for (const auto& row : (*doc)["tables"][0]) EXPECT_EQ(row, 7) << (*doc)["tables"].dump();
+  const std::string text = (*doc)["text"];
+  EXPECT_NE(text.find("<script>alert(1)</script>[x](javascript:alert(1))"), std::string::npos)
+      << text;
+  const std::string html = (*doc)["rendered"];
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_EQ(html.find("<h1"), std::string::npos);
+}
+
+TEST_F(GateCli, MarkdownKeepsAHostileSelectorAsText) {
+  std::string proms;
+  for (const auto& e : fs::directory_iterator(fs::path(Dir()) / "metrics"))
+    proms += " " + e.path().string();
+  // The canary selector matches no series: the Inconclusive reason quotes it.
+  RunResult r = RunTtft("gate" + proms + " --baseline-selector replica=rag-0 --canary-selector '" +
+                        "replica=" + kHostile + "' --format markdown");
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("no TTFT histogram series matching replica=rag-9"));
+  ExpectNoInjectedElement(r.out);
+}
+
+TEST(GateMarkdown, KeepsHostileModelLabelsAsText) {
+  GateArm baseline, canary;
+  baseline.model = "llama-3.3-70b";
+  canary.model = kHostile;
+  GateResult result = JudgeGate(GateConfig{}, baseline, canary);
+  ASSERT_EQ(result.verdict, GateVerdict::kInconclusive);
+  ASSERT_NE(result.reason.find("<script>"), std::string::npos) << result.reason;
+  // A criterion whose rule quotes the data too.
+  CriterionResult c;
+  c.rule = kHostile;
+  result.criteria.push_back(c);
+  Result<std::string> md = RenderGate(result, "markdown");
+  ASSERT_TRUE(md.ok()) << md.status().ToString();
+  ExpectNoInjectedElement(*md);
 }
 
 // One statistics model (WindowStats): for the same window and data, `ttft stats`,

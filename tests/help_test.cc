@@ -1,8 +1,12 @@
 // Integration tests: every command's --help shows examples and exit codes, an unknown
-// command is named, and an error names its command once (issue 15).
+// command is named, and an error names its command once and shows the control
+// characters of what it quotes as escapes (issue 15).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "run_ttft.h"
@@ -49,6 +53,43 @@ TEST(Help, AnErrorNamesItsCommandOnce) {
   EXPECT_EQ(d.exit_code, 2) << d.err;
   EXPECT_EQ(d.err.rfind("ttft diagnose: ", 0), 0u) << d.err;
   EXPECT_THAT(d.err, Not(HasSubstr("diagnose: diagnose:")));
+}
+
+// A file name (or any argument) with an escape sequence reaches the terminal as
+// visible text, never as the raw ESC byte: a command's error (main() prints its Status),
+// an unknown command, and CLI11's parse errors.
+TEST(Help, AnErrorEscapesTheControlCharactersItQuotes) {
+  namespace fs = std::filesystem;
+  const std::string red = "\x1b[31m";
+  const fs::path dir = fs::temp_directory_path() / ("ttft_help_esc_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path bad = dir / ("spans" + red + ".jsonl");
+  std::ofstream(bad) << "{\"x\":\n";  // JSON cut short: nothing usable
+  for (const std::string& args :
+       {"stats '" + bad.string() + "'", "diagnose '" + bad.string() + "' --change-at 10",
+        "stats '" + (dir / ("missing" + red + ".jsonl")).string() + "'", "'bogus" + red + "'",
+        "stats --format 'x" + red + "' /dev/null", "stats --no-such-flag" + red + " /dev/null"}) {
+    SCOPED_TRACE(args);
+    const RunResult r = RunTtft(args);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_FALSE(r.err.empty());
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  }
+  const RunResult r = RunTtft("stats '" + bad.string() + "'");
+  EXPECT_THAT(r.err, HasSubstr("spans\\x1b[31m.jsonl")) << r.err;
+  // A file read with some records skipped: the summary of what was skipped, on standard
+  // error, quotes the file name too.
+  const fs::path some = dir / ("some" + red + ".jsonl");
+  std::ofstream(some) << R"({"request_id":"a","arrival_s":1.5,"ttft_s":0.31,"status":"ok"})"
+                      << "\nnot json\n";
+  const RunResult s = RunTtft("stats '" + some.string() + "'");
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_THAT(s.err, HasSubstr("1 record skipped")) << s.err;
+  EXPECT_THAT(s.err, HasSubstr("some\\x1b[31m.jsonl:2: ")) << s.err;
+  EXPECT_EQ(s.err.find('\x1b'), std::string::npos) << s.err;
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 }  // namespace

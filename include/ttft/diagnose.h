@@ -157,6 +157,10 @@ struct LabelChange {
 // "tenant acme: gone in the incident (was 12%)".
 std::string ToString(const LabelChange& change);
 
+// A label value as every report names it: the value, or `"" (empty)` for the empty
+// value (requests without the label), never a blank ("tenant : gone in the incident").
+std::string LabelValueText(std::string_view value);
+
 // The group of a split that holds most of the tail increase, with the figures the
 // report quotes about it.
 struct Contribution {

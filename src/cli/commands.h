@@ -43,7 +43,8 @@ void AddReaderFlags(CLI::App& app, ReaderFlags& flags);
 Result<LoadOptions> ToLoadOptions(const ReaderFlags& flags);
 
 // Prints the read report's summary ("N records skipped: ...; first: f:12: ...") on
-// standard error when anything was skipped or doubted: never lost silently.
+// standard error when anything was skipped or doubted: never lost silently. Control
+// characters (in file names and data) are shown as escapes (escape::Terminal).
 void PrintReadSummary(const ReadReport& report);
 
 // Writes `text` to the file `out`, or to standard output when `out` is empty; a failed

@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <string_view>
 
 #include "cli/commands.h"
+#include "ttft/format.h"
 
 namespace ttft::cli {
 
@@ -56,8 +58,17 @@ void EndProgress() {
 }
 
 void PrintReadSummary(const ReadReport& report) {
-  if (const std::string summary = report.Summary(); !summary.empty()) {
-    fmt::print(stderr, "{}\n", summary);
+  const std::string summary = report.Summary();
+  if (summary.empty()) return;
+  // A line per issue; each quotes a file name and data, whose control characters are
+  // shown as escapes (ttft/format.h).
+  size_t start = 0;
+  while (start <= summary.size()) {
+    size_t end = summary.find('\n', start);
+    if (end == std::string::npos) end = summary.size();
+    fmt::print(stderr, "{}\n",
+               escape::Terminal(std::string_view(summary).substr(start, end - start)));
+    start = end + 1;
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "ttft/core.h"
+#include "ttft/format.h"
 
 namespace ttft::cli {
 bool StderrIsTty() { return isatty(STDERR_FILENO) == 1; }
@@ -105,6 +106,23 @@ std::string WithoutPrefix(const std::string& message, const std::string& command
   return m;
 }
 
+// The line main() prints for a failed command. Messages quote file names, flags and
+// data: their control characters are shown as escapes (ttft/format.h), so that none
+// recolours or retitles the terminal.
+void PrintError(const std::string& command, const ttft::Status& st) {
+  std::fprintf(stderr, "ttft %s: %s\n", command.c_str(),
+               ttft::escape::Terminal(WithoutPrefix(st.message(), command)).c_str());
+}
+
+// CLI11's message for a parse error (it quotes the argument it rejects), with the
+// error's own text terminal-escaped and CLI11's wording otherwise kept.
+std::string FailureMessage(const CLI::App* app, const CLI::Error& e) {
+  std::string out = CLI::FailureMessage::simple(app, e);
+  const std::string what = e.what();
+  if (out.rfind(what, 0) == 0) out = ttft::escape::Terminal(what) + out.substr(what.size());
+  return out;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{
       "ttft: find out why an LLM-serving fleet's tail time-to-first-token regressed, prove it\n"
@@ -112,6 +130,7 @@ int Main(int argc, char** argv) {
       "ttft"};
   app.set_version_flag("--version", std::string("ttft ") + TTFT_VERSION);
   app.require_subcommand(1);
+  app.failure_message(FailureMessage);
 
   std::map<CLI::App*, ttft::cli::Runner> runners;
   auto add = [&](const char* name, const char* help, auto reg) {
@@ -159,8 +178,8 @@ int Main(int argc, char** argv) {
     known = known || (argc > 1 && sub->get_name() == argv[1]);
   }
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    std::fprintf(stderr, "ttft: unknown command '%s' (commands: %s); run ttft --help\n", argv[1],
-                 names.c_str());
+    std::fprintf(stderr, "ttft: unknown command '%s' (commands: %s); run ttft --help\n",
+                 ttft::escape::Terminal(argv[1]).c_str(), names.c_str());
     return 2;
   }
   try {
@@ -173,8 +192,7 @@ int Main(int argc, char** argv) {
     if (sub->parsed()) {
       ttft::Result<int> rc = run();
       if (!rc.ok()) {
-        std::fprintf(stderr, "ttft %s: %s\n", sub->get_name().c_str(),
-                     WithoutPrefix(rc.status().message(), sub->get_name()).c_str());
+        PrintError(sub->get_name(), rc.status());
         return ttft::ExitCodeFor(rc.status());
       }
       return *rc;
@@ -185,8 +203,7 @@ int Main(int argc, char** argv) {
       ttft::Status st = run();
       if (ttft::cli::IsExitViolation(st)) return 1;
       if (!st.ok()) {
-        std::fprintf(stderr, "ttft %s: %s\n", sub->get_name().c_str(),
-                     WithoutPrefix(st.message(), sub->get_name()).c_str());
+        PrintError(sub->get_name(), st);
         return ttft::ExitCodeFor(st);
       }
       return 0;
@@ -203,7 +220,7 @@ int main(int argc, char** argv) {
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ttft: internal error: %s\n", e.what());
+    std::fprintf(stderr, "ttft: internal error: %s\n", ttft::escape::Terminal(e.what()).c_str());
   } catch (...) {
     std::fprintf(stderr, "ttft: internal error: unknown exception\n");
   }

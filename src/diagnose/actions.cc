@@ -114,13 +114,13 @@ std::vector<Action> PlanActions(const DiagnosisReport& rep) {
   }
   if (shed != nullptr) {
     const GroupRow& grown = shed->rows.front();
-    actions.push_back(
-        {"mitigate",
-         fmt::format("No deploy to roll back: rate-limit {} {} (or move it to its "
-                     "own pool) now; it holds {} of the p99 increase at {} of the "
-                     "requests",
-                     shed->dimension, grown.value, Pct(grown.contribution), Pct(grown.share_after)),
-         "serving team", ActionSubject::kGroup, shed->dimension, grown.value});
+    actions.push_back({"mitigate",
+                       fmt::format("No deploy to roll back: rate-limit {} {} (or move it to its "
+                                   "own pool) now; it holds {} of the p99 increase at {} of the "
+                                   "requests",
+                                   shed->dimension, LabelValueText(grown.value),
+                                   Pct(grown.contribution), Pct(grown.share_after)),
+                       "serving team", ActionSubject::kGroup, shed->dimension, grown.value});
   } else if (rep.suspect_changes.empty()) {
     for (const LabelChange& c : rep.label_changes) {
       if (c.dimension != "template" && c.dimension != "deploy") continue;

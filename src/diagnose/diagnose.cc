@@ -21,12 +21,16 @@ std::string_view ToString(Verdict v) {
   return "?";
 }
 
+std::string LabelValueText(std::string_view value) {
+  return value.empty() ? std::string("\"\" (empty)") : std::string(value);
+}
+
 std::string ToString(const LabelChange& c) {
   if (c.kind == LabelChange::Kind::kNew) {
-    return fmt::format("{} {}: new in the incident ({} of requests)", c.dimension, c.value,
-                       numfmt::Pct(c.share));
+    return fmt::format("{} {}: new in the incident ({} of requests)", c.dimension,
+                       LabelValueText(c.value), numfmt::Pct(c.share));
   }
-  return fmt::format("{} {}: gone in the incident (was {})", c.dimension, c.value,
+  return fmt::format("{} {}: gone in the incident (was {})", c.dimension, LabelValueText(c.value),
                      numfmt::Pct(c.share));
 }
 
@@ -100,6 +104,7 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
     const Evidence ev{rep.baseline,      rep.incident,    rep.decomposition, rep.groups,
                       rep.label_changes, shape.has_spans, shape.has_metrics};
     rep.hypotheses = diag::EvaluateRules(DefaultRules(), ev, rep.fidelity_notes);
+    diag::WordForVerdict(rep.verdict, rep.hypotheses);
   } else {
     rep.fidelity_notes.push_back(fmt::format(
         "hypotheses not assessed: {} and {} ok requests are too few for a p99 (need {} in each "

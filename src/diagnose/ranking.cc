@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "diagnose/stages.h"
 
@@ -24,6 +25,27 @@ std::vector<Hypothesis> EvaluateRules(std::span<const std::unique_ptr<Hypothesis
     return x.confidence > y.confidence;
   });
   return out;
+}
+
+// Removes every "<share> of the p99 increase" clause from `s`: from the ", " or "; "
+// before it (the start of the sentence when none) to the end of the phrase.
+static void DropShareOfIncrease(std::string& s) {
+  static constexpr std::string_view kPhrase = " of the p99 increase";
+  for (size_t at = s.find(kPhrase); at != std::string::npos; at = s.find(kPhrase)) {
+    size_t from = 0;
+    const size_t comma = s.rfind(", ", at);
+    const size_t semi = s.rfind("; ", at);
+    if (comma != std::string::npos) from = comma;
+    if (semi != std::string::npos && (comma == std::string::npos || semi > comma)) from = semi;
+    s.erase(from, at + kPhrase.size() - from);
+  }
+}
+
+void WordForVerdict(Verdict verdict, std::vector<Hypothesis>& hypotheses) {
+  if (verdict == Verdict::kRegression) return;
+  for (Hypothesis& h : hypotheses) {
+    for (EvidenceLine& line : h.evidence) DropShareOfIncrease(line.sentence);
+  }
 }
 
 }  // namespace ttft::diag

@@ -68,13 +68,13 @@ class BadReplicaRule final : public HypothesisRule {
         "ttft_p99_s", top.before.ttft_s.p99, top.after.ttft_s.p99, "s",
         fmt::format(
             "replica {}: p99 TTFT {} -> {}, {} of the p99 increase, {} the median replica's change",
-            top.value, Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99),
+            LabelValueText(top.value), Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99),
             Pct(top.contribution), X(divergence))));
     h.evidence.push_back(
         Line("prefix_cache_hit_rate", top.before.prefix_cache_hit_rate,
              top.after.prefix_cache_hit_rate, "fraction",
              fmt::format("replica {}: hit rate {} -> {}, prefill per 1k uncached tokens {} -> {}",
-                         top.value, Pct1(top.before.prefix_cache_hit_rate),
+                         LabelValueText(top.value), Pct1(top.before.prefix_cache_hit_rate),
                          Pct1(top.after.prefix_cache_hit_rate),
                          Secs(top.before.prefill_s_per_1k_uncached),
                          Secs(top.after.prefill_s_per_1k_uncached))));

@@ -69,9 +69,10 @@ class LongerPromptsRule final : public HypothesisRule {
           "tokens",
           fmt::format(
               "tenant {}: prompt tokens p99 {} -> {}, mean {} -> {}; cached per request {} -> {}",
-              who->value, Num(who->before.prompt_tokens.p99), Num(who->after.prompt_tokens.p99),
-              Num(who->before.prompt_tokens.mean), Num(who->after.prompt_tokens.mean),
-              Num(who->before.cached_tokens_mean), Num(who->after.cached_tokens_mean))));
+              LabelValueText(who->value), Num(who->before.prompt_tokens.p99),
+              Num(who->after.prompt_tokens.p99), Num(who->before.prompt_tokens.mean),
+              Num(who->after.prompt_tokens.mean), Num(who->before.cached_tokens_mean),
+              Num(who->after.cached_tokens_mean))));
     }
     h.evidence.push_back(Line(
         "prompt_tokens_p99", a.prompt_tokens.p99, b.prompt_tokens.p99, "tokens",

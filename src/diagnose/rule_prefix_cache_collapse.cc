@@ -79,7 +79,7 @@ class PrefixCacheCollapseRule final : public HypothesisRule {
           fmt::format(
               "tenant {}: hit rate {} -> {}; cached tokens per request {} -> {}; {} of the p99 "
               "increase",
-              best->value, Pct1(best->before.prefix_cache_hit_rate),
+              LabelValueText(best->value), Pct1(best->before.prefix_cache_hit_rate),
               Pct1(best->after.prefix_cache_hit_rate), Num(best->before.cached_tokens_mean),
               Num(best->after.cached_tokens_mean), Pct(best->contribution))));
     }

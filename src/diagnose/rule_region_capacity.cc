@@ -80,24 +80,24 @@ class RegionCapacityRule final : public HypothesisRule {
         "ttft_p99_s", top.before.ttft_s.p99, top.after.ttft_s.p99, "s",
         fmt::format(
             "region {}: p99 TTFT {} -> {} ({} the other regions' change), {} of the p99 increase",
-            top.value, Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99), X(divergence),
-            Pct(top.contribution))));
-    h.evidence.push_back(
-        Line("replicas", static_cast<double>(top.before.replicas),
-             static_cast<double>(top.after.replicas), "count",
-             fmt::format("region {}: replicas {} -> {}; {} of {} replicas slower", top.value,
-                         top.before.replicas, top.after.replicas, slow, in_region)));
+            LabelValueText(top.value), Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99),
+            X(divergence), Pct(top.contribution))));
+    h.evidence.push_back(Line("replicas", static_cast<double>(top.before.replicas),
+                              static_cast<double>(top.after.replicas), "count",
+                              fmt::format("region {}: replicas {} -> {}; {} of {} replicas slower",
+                                          LabelValueText(top.value), top.before.replicas,
+                                          top.after.replicas, slow, in_region)));
     h.evidence.push_back(Line("prefix_cache_hit_rate", top.before.prefix_cache_hit_rate,
                               top.after.prefix_cache_hit_rate, "fraction",
-                              fmt::format("region {}: hit rate {} -> {}", top.value,
+                              fmt::format("region {}: hit rate {} -> {}", LabelValueText(top.value),
                                           Pct1(top.before.prefix_cache_hit_rate),
                                           Pct1(top.after.prefix_cache_hit_rate))));
     // The splitting metric: replica counts by region, and per-replica hit rate in each
     // region (a drained replica shows as gone).
     std::string counts;
     for (const GroupRow& r : reg->rows) {
-      counts += fmt::format("{}{} {} -> {}", counts.empty() ? "" : "; ", r.value, r.before.replicas,
-                            r.after.replicas);
+      counts += fmt::format("{}{} {} -> {}", counts.empty() ? "" : "; ", LabelValueText(r.value),
+                            r.before.replicas, r.after.replicas);
     }
     h.evidence.push_back(Remark("replicas by region (before -> after): " + counts));
     if (const GroupSplit* rep = ev.Split("replica")) {
@@ -105,14 +105,15 @@ class RegionCapacityRule final : public HypothesisRule {
         std::string per;
         for (const GroupRow& r : rep->rows) {
           if (r.parent != g.value) continue;
-          per += fmt::format("{}{} ", per.empty() ? "" : "; ", r.value);
+          per += fmt::format("{}{} ", per.empty() ? "" : "; ", LabelValueText(r.value));
           per += r.after.requests == 0
                      ? fmt::format("{} -> gone", Pct1(r.before.prefix_cache_hit_rate))
                      : fmt::format("{} -> {}", Pct1(r.before.prefix_cache_hit_rate),
                                    Pct1(r.after.prefix_cache_hit_rate));
         }
         if (!per.empty()) {
-          h.evidence.push_back(Remark(fmt::format("per-replica hit rate in {}: {}", g.value, per)));
+          h.evidence.push_back(
+              Remark(fmt::format("per-replica hit rate in {}: {}", LabelValueText(g.value), per)));
         }
       }
     }

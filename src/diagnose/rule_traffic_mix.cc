@@ -63,9 +63,9 @@ class TrafficMixRule final : public HypothesisRule {
                fmt::format("tenant {}: share of requests {} -> {}; uncached tokens per request {} "
                            "(fleet baseline "
                            "{}); prompt p99 {}; hit rate {}; {} of the p99 increase",
-                           who->value, Pct(who->share_before), Pct(who->share_after),
-                           Num(who->after.uncached_tokens_mean), Num(fleet_uncached),
-                           Num(who->after.prompt_tokens.p99),
+                           LabelValueText(who->value), Pct(who->share_before),
+                           Pct(who->share_after), Num(who->after.uncached_tokens_mean),
+                           Num(fleet_uncached), Num(who->after.prompt_tokens.p99),
                            Pct1(who->after.prefix_cache_hit_rate), Pct(who->contribution))));
     }
     // The splitting metric itself: per-tenant prompt p99 and hit rate, before -> after,

@@ -206,6 +206,12 @@ std::vector<Contribution> ContributionsOf(std::span<const GroupSplit> splits);
 std::vector<Hypothesis> EvaluateRules(std::span<const std::unique_ptr<HypothesisRule>> rules,
                                       const Evidence& ev, std::vector<std::string>& notes);
 
+// The rules quote a group's share of the tail increase ("..., 80% of the p99 increase")
+// without knowing the verdict. Unless `verdict` is a regression there is no significant
+// increase to share out, so this drops each such phrase (with the ", " or "; " before it)
+// from every evidence sentence of `hypotheses`; a regression's are left as they are.
+void WordForVerdict(Verdict verdict, std::vector<Hypothesis>& hypotheses);
+
 // ---------------------------------------------------------------------------
 // Magnitude (magnitude.cc)
 // ---------------------------------------------------------------------------

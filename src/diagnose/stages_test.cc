@@ -459,6 +459,29 @@ TEST(EvaluateRules, ClampsRanksAndNotesRulesThatCannotRun) {
   EXPECT_EQ(notes[0], "blind: not checked (needs spans)");
 }
 
+TEST(WordForVerdict, DropsTheShareOfTheIncreaseUnlessARegression) {
+  Hypothesis h;
+  h.evidence = {
+      {"ttft_p99_s", 1, 2, "s",
+       "replica r1: p99 TTFT 1 s -> 2 s, 80% of the p99 increase, x2.0 the median "
+       "replica's change"},
+      {"", kMissing, kMissing, "", "tenant t: hit rate 80% -> 20%; 589% of the p99 increase"},
+      {"", kMissing, kMissing, "", "fleet hit rate 80% -> 20%"}};
+  std::vector<Hypothesis> regression = {h};
+  WordForVerdict(Verdict::kRegression, regression);
+  EXPECT_EQ(regression[0].evidence[0].sentence, h.evidence[0].sentence);
+  EXPECT_EQ(regression[0].evidence[1].sentence, h.evidence[1].sentence);
+  for (Verdict v : {Verdict::kNoRegression, Verdict::kInsufficientData}) {
+    std::vector<Hypothesis> none = {h};
+    WordForVerdict(v, none);
+    EXPECT_EQ(none[0].evidence[0].sentence,
+              "replica r1: p99 TTFT 1 s -> 2 s, x2.0 the median replica's change");
+    EXPECT_EQ(none[0].evidence[1].sentence, "tenant t: hit rate 80% -> 20%");
+    EXPECT_EQ(none[0].evidence[2].sentence, "fleet hit rate 80% -> 20%");
+    EXPECT_EQ(none[0].evidence[0].before, 1);  // the figures stay
+  }
+}
+
 // --- Changes and actions -------------------------------------------------------------
 
 TEST(SuspectChanges, NearTheOnsetClosestFirst) {

@@ -191,6 +191,11 @@ std::string NT(std::string_view path, double t_s) {
 std::string T(std::string_view path, std::string_view text) {
   return fmt::format("<span data-json-text=\"{}\">{}</span>", HtmlEscape(path), HtmlEscape(text));
 }
+// A label value bound to its JSON figure at `path`; the empty value is shown as
+// LabelValueText names it, beside its (empty) bound span.
+std::string V(std::string_view path, std::string_view value) {
+  return T(path, value) + (value.empty() ? HtmlEscape(LabelValueText(value)) : std::string());
+}
 // A change ratio: after / before of the JSON figures at `before` and `after`.
 std::string R(std::string_view before, std::string_view after, double b, double a) {
   return fmt::format("<span data-json-ratio=\"{} {}\">{}</span>", HtmlEscape(before),
@@ -492,7 +497,7 @@ std::string SmallMultiples(const DiagnosisReport& r) {
     const int idx = g.dimension == "replica" ? n_rep++ : n_ten++;
     ChartSpec c;
     c.id = fmt::format("chart-{}-{}", g.dimension, idx);
-    c.title = fmt::format("{} {}", g.dimension, g.value);
+    c.title = fmt::format("{} {}", g.dimension, LabelValueText(g.value));
     c.width = 320;
     c.height = 150;
     c.marker_x = r.change_at_s;
@@ -774,7 +779,7 @@ std::string Where(const DiagnosisReport& r) {
         }
       }
       if (p.empty() || row == nullptr) continue;  // every contribution is a group's top row
-      body += "<tr>" + RowHead(HtmlEscape(c.dimension) + " " + T(p + ".value", c.value)) +
+      body += "<tr>" + RowHead(HtmlEscape(c.dimension) + " " + V(p + ".value", c.value)) +
               GroupCells(p, *row) + "</tr>\n";
     }
     o += Table("s5", "The groups that hold most of the tail increase", "lrrrr",
@@ -796,7 +801,7 @@ std::string Where(const DiagnosisReport& r) {
       std::string body;
       for (size_t k = 0; k < g.rows.size() && k < 5; ++k) {
         const std::string p = fmt::format("groups.{}[{}]", g.dimension, k);
-        body += "<tr>" + RowHead(T(p + ".value", g.rows[k].value)) + GroupCells(p, g.rows[k]) +
+        body += "<tr>" + RowHead(V(p + ".value", g.rows[k].value)) + GroupCells(p, g.rows[k]) +
                 "</tr>\n";
       }
       splits += Table(

@@ -123,6 +123,60 @@ TEST(Report, RendersTheStructuredModelInEveryFormat) {
   EXPECT_EQ(j["actions"][0]["text"], "Roll back app@v2");
 }
 
+// An empty label value (requests without the label) is named `"" (empty)` in every
+// format, never as a blank ("tenant : gone in the incident").
+TEST(Report, NamesAnEmptyLabelValue) {
+  SpanTable t;
+  for (int i = 0; i < 4000; ++i) {
+    Span s;
+    s.request_id = "r" + std::to_string(i);
+    s.arrival_s = i * 0.1;
+    const bool after = s.arrival_s >= 200;
+    const bool blank = i % 4 == 0;
+    s.tenant = blank ? "" : "globex";  // the tenant that loses its cache
+    s.replica = i % 2 ? "r-0" : "r-1";
+    s.region = "us-east";
+    s.model = "llama-3.3-70b";
+    s.template_version = "app@v1";
+    s.deploy = after ? "v2" : "";  // gone in the incident
+    s.prompt_tokens = 3000;
+    s.cached_tokens = after && blank ? 0 : 2500;
+    s.output_tokens = 100;
+    s.front_end_s = 0.01;
+    s.queue_s = 0.01 + (i % 100) * 0.001 + (after && blank ? 1.0 + (i % 7) * 0.2 : 0);
+    s.prefill_s = (s.prompt_tokens - s.cached_tokens) * 7e-5;
+    s.ttft_s = s.front_end_s + s.queue_s + s.prefill_s;
+    s.itl_mean_s = s.itl_max_s = 0.02;
+    s.decode_s = 2;
+    s.e2e_s = s.ttft_s + s.decode_s;
+    AddSpanToTable(s, t);
+  }
+  DiagnosisInput in;
+  in.baseline = {&t, 0, 200};
+  in.incident = {&t, 200, 400};
+  in.change_at_s = 200;
+  auto r = Diagnose(in);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->verdict, Verdict::kRegression);
+  const std::string gone = "deploy \"\" (empty): gone in the incident (was 100%)";
+  for (const std::string& out : {RenderText(*r, false), RenderMarkdown(*r), RenderJson(*r)}) {
+    const std::string expect =
+        out[0] == '{' ? "deploy \\\"\\\" (empty): gone in the incident" : gone;
+    EXPECT_NE(out.find(expect), std::string::npos) << out;
+    EXPECT_EQ(out.find("deploy :"), std::string::npos) << out;
+    EXPECT_EQ(out.find("tenant :"), std::string::npos) << out;
+  }
+  for (const std::string& out : {RenderText(*r, false), RenderMarkdown(*r)}) {
+    EXPECT_NE(out.find("tenant \"\" (empty): hit rate"), std::string::npos) << out;
+  }
+  const std::string html = RenderHtml(*r);
+  EXPECT_NE(html.find("deploy &quot;&quot; (empty): gone in the incident (was 100%)"),
+            std::string::npos);
+  EXPECT_NE(html.find("\"></span>&quot;&quot; (empty)"), std::string::npos);
+  EXPECT_EQ(html.find("deploy :"), std::string::npos);
+  EXPECT_EQ(html.find("tenant :"), std::string::npos);
+}
+
 TEST(Report, InsufficientDataRanksNoHypothesisInAnyFormat) {
   SpanTable t;
   MakeReport(t);  // 2,000 spans per window; the windows below hold 50 each

@@ -148,11 +148,11 @@ std::string Sentence(const DiagnosisReport& r, const Contribution& c) {
   std::string s =
       IsNew(r, c)
           ? fmt::format("{} {} (new in the incident): hit rate {}, p99 TTFT {}, {} of the requests",
-                        c.dimension, c.value, Pct(c.hit_rate_after), Secs(c.ttft_p99_after_s),
-                        Pct(c.share_of_requests))
+                        c.dimension, LabelValueText(c.value), Pct(c.hit_rate_after),
+                        Secs(c.ttft_p99_after_s), Pct(c.share_of_requests))
           : fmt::format("{} {}: hit rate {} to {}, p99 TTFT {} to {}, {} of the requests",
-                        c.dimension, c.value, Pct(c.hit_rate_before), Pct(c.hit_rate_after),
-                        Secs(c.ttft_p99_before_s), Secs(c.ttft_p99_after_s),
+                        c.dimension, LabelValueText(c.value), Pct(c.hit_rate_before),
+                        Pct(c.hit_rate_after), Secs(c.ttft_p99_before_s), Secs(c.ttft_p99_after_s),
                         Pct(c.share_of_requests));
   if (StatesShares(r)) {
     s += fmt::format(", {} of the p99 increase", ShareText(c.share_of_increase, kMissing));

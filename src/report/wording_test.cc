@@ -25,7 +25,7 @@ namespace {
 struct Rendered {
   std::string name;
   const DiagnosisReport* report;
-  std::string text, markdown, json;
+  std::string text, markdown, json, html;
 };
 
 std::string Lower(std::string s) {
@@ -70,8 +70,7 @@ void CheckWording(const Rendered& r) {
       EXPECT_TRUE(v >= 0 && v <= 100) << (*it)[0].str() << " in\n" << *out;
     }
     // The decomposition's shares of the increase only where there is a significant
-    // increase. (The rules' evidence lines still quote a group's share of the p99 change
-    // whatever the verdict; within 0-100%, as checked above.)
+    // increase.
     if (rep.verdict != Verdict::kRegression) {
       EXPECT_EQ(low.find("of the increase"), std::string::npos) << *out;
     }
@@ -88,6 +87,13 @@ void CheckWording(const Rendered& r) {
     // No mitigation names a wildcard target.
     EXPECT_EQ(out->find("deploy_template *"), std::string::npos);
   }
+  // A group's share of the p99 increase (the rules' evidence lines, the mitigations)
+  // only where there is a significant increase, in every format.
+  if (rep.verdict != Verdict::kRegression) {
+    for (const std::string* out : {&r.text, &r.markdown, &r.json, &r.html}) {
+      EXPECT_EQ(Lower(*out).find("of the p99 increase"), std::string::npos) << *out;
+    }
+  }
   // No NaN or infinity in the text a person reads.
   static const std::regex kNan(R"(\b(nan|inf|infinity)\b)");
   for (const std::string* out : {&r.text, &r.markdown}) {
@@ -103,7 +109,8 @@ void CheckWording(const Rendered& r) {
 }
 
 Rendered Render(const std::string& name, const DiagnosisReport& rep) {
-  return {name, &rep, RenderText(rep, false), RenderMarkdown(rep), RenderJson(rep)};
+  return {name,           &rep, RenderText(rep, false), RenderMarkdown(rep), RenderJson(rep),
+          RenderHtml(rep)};
 }
 
 TEST(Wording, FollowsTheNumbersAcrossTheIncidentSuite) {
