@@ -15,6 +15,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "ttft/format.h"
 #include "ttft/gate.h"
 
 namespace ttft::cli {
@@ -95,7 +96,8 @@ Result<int> Run(const GateFlags& f) {
     return LoadGateArms(source, from_s, to_s, increase_from_s);
   };
   auto on_look = [](const std::string& line) {
-    std::fprintf(stderr, "ttft gate: %s\n", line.c_str());
+    // A look's line quotes labels and reasons from the data: escaped for the terminal.
+    std::fprintf(stderr, "ttft gate: %s\n", escape::Terminal(line).c_str());
   };
   TTFT_ASSIGN_OR_RETURN(GateResult r, RunGate(run, load, SystemGateClock(), on_look));
   TTFT_ASSIGN_OR_RETURN(std::string text, RenderGate(r, format));
