@@ -72,6 +72,20 @@ int64_t CountAbove(const SpanTable& t, const std::vector<uint32_t>& rows, double
 
 }  // namespace
 
+// A row's request shares and its tail excess: the incident's requests above the
+// baseline p99 (`above_after`) beyond what the row's own baseline fraction above it
+// predicts (the fleet's, `frac_all`, when the row had under 20 ok requests before).
+void FinishRow(const Windows& w, double above_before, double above_after, double frac_all,
+               GroupRow& row) {
+  row.share_before =
+      w.baseline.requests > 0 ? static_cast<double>(row.before.requests) / w.baseline.requests : 0;
+  row.share_after =
+      w.incident.requests > 0 ? static_cast<double>(row.after.requests) / w.incident.requests : 0;
+  const int64_t okb = row.before.ok, oka = row.after.ok;
+  const double frac = okb >= 20 ? above_before / static_cast<double>(okb) : frac_all;
+  row.tail_excess = above_after - static_cast<double>(oka) * frac;
+}
+
 void RankByContribution(std::vector<GroupRow>& rows) {
   double pos_excess = 0;
   for (const GroupRow& r : rows) pos_excess += std::max(0.0, r.tail_excess);
@@ -158,15 +172,7 @@ Groups SplitGroups(const DiagnosisInput& in, const Windows& w, Workspace& ws) {
         above_b = stats_a[i].above;
         above_a = stats_b[i].above;
       }
-      row.share_before = w.baseline.requests > 0
-                             ? static_cast<double>(row.before.requests) / w.baseline.requests
-                             : 0;
-      row.share_after = w.incident.requests > 0
-                            ? static_cast<double>(row.after.requests) / w.incident.requests
-                            : 0;
-      const int64_t okb = row.before.ok, oka = row.after.ok;
-      const double frac = okb >= 20 ? static_cast<double>(above_b) / okb : frac_all;
-      row.tail_excess = static_cast<double>(above_a) - static_cast<double>(oka) * frac;
+      FinishRow(w, static_cast<double>(above_b), static_cast<double>(above_a), frac_all, row);
       split.rows.push_back(std::move(row));
     }
     RankByContribution(split.rows);
@@ -243,15 +249,7 @@ Result<Groups> SplitGroupsFromMetrics(const DiagnosisInput& in, const Windows& w
     GroupSplit s;
     s.dimension = dim.name;
     for (auto& [value, row] : rows) {
-      row.share_before = w.baseline.requests > 0
-                             ? static_cast<double>(row.before.requests) / w.baseline.requests
-                             : 0;
-      row.share_after = w.incident.requests > 0
-                            ? static_cast<double>(row.after.requests) / w.incident.requests
-                            : 0;
-      const int64_t okb = row.before.ok, oka = row.after.ok;
-      const double frac = okb >= 20 ? above_b[value] / static_cast<double>(okb) : frac_all;
-      row.tail_excess = above_a[value] - static_cast<double>(oka) * frac;
+      FinishRow(w, above_b[value], above_a[value], frac_all, row);
       s.rows.push_back(std::move(row));
     }
     RankByContribution(s.rows);

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "report/report_testing.h"
 #include "ttft/diagnose.h"
 #include "ttft/report.h"
 
@@ -19,34 +20,15 @@ namespace {
 
 // Two windows of synthetic spans: the incident's tenant "<acme>" loses its cache.
 DiagnosisReport MakeReport(SpanTable& t) {
-  for (int i = 0; i < 4000; ++i) {
-    Span s;
-    s.request_id = "r" + std::to_string(i);
-    s.arrival_s = i * 0.1;
-    const bool after = s.arrival_s >= 200;
-    const bool acme = i % 4 == 0;
-    s.tenant = acme ? "<acme>&\"co\"" : "globex";
-    s.replica = i % 2 ? "r-0" : "r-1";
-    s.region = "us-east";
-    s.model = "llama-3.3-70b";
-    s.template_version = after && acme ? "app@v2" : "app@v1";
-    s.deploy = "v1";
-    s.prompt_tokens = 3000;
-    s.cached_tokens = after && acme ? 0 : 2500;
-    s.output_tokens = 100;
-    s.front_end_s = 0.01;
-    s.queue_s = 0.01 + (i % 100) * 0.001 + (after && acme ? 1.0 + (i % 7) * 0.2 : 0);
-    s.prefill_s = (s.prompt_tokens - s.cached_tokens) * 7e-5;
-    s.ttft_s = s.front_end_s + s.queue_s + s.prefill_s;
-    s.itl_mean_s = s.itl_max_s = 0.02;
-    s.decode_s = 2;
-    s.e2e_s = s.ttft_s + s.decode_s;
-    AddSpanToTable(s, t);
-  }
-  DiagnosisInput in;
-  in.baseline = {&t, 0, 200};
-  in.incident = {&t, 200, 400};
-  in.change_at_s = 200;
+  FillTwoWindows(t, [](Span& s, const SyntheticRow& row) {
+    if (row.marked) s.tenant = "<acme>&\"co\"";
+    if (row.after && row.marked) {
+      s.template_version = "app@v2";
+      s.cached_tokens = 0;
+      s.queue_s += 1.0 + (row.i % 7) * 0.2;
+    }
+  });
+  DiagnosisInput in = TwoWindowInput(t);
   in.annotations.push_back({200, "deploy_template", "<script>alert(1)</script>", "app@v2"});
   auto r = Diagnose(in);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -127,34 +109,15 @@ TEST(Report, RendersTheStructuredModelInEveryFormat) {
 // format, never as a blank ("tenant : gone in the incident").
 TEST(Report, NamesAnEmptyLabelValue) {
   SpanTable t;
-  for (int i = 0; i < 4000; ++i) {
-    Span s;
-    s.request_id = "r" + std::to_string(i);
-    s.arrival_s = i * 0.1;
-    const bool after = s.arrival_s >= 200;
-    const bool blank = i % 4 == 0;
-    s.tenant = blank ? "" : "globex";  // the tenant that loses its cache
-    s.replica = i % 2 ? "r-0" : "r-1";
-    s.region = "us-east";
-    s.model = "llama-3.3-70b";
-    s.template_version = "app@v1";
-    s.deploy = after ? "v2" : "";  // gone in the incident
-    s.prompt_tokens = 3000;
-    s.cached_tokens = after && blank ? 0 : 2500;
-    s.output_tokens = 100;
-    s.front_end_s = 0.01;
-    s.queue_s = 0.01 + (i % 100) * 0.001 + (after && blank ? 1.0 + (i % 7) * 0.2 : 0);
-    s.prefill_s = (s.prompt_tokens - s.cached_tokens) * 7e-5;
-    s.ttft_s = s.front_end_s + s.queue_s + s.prefill_s;
-    s.itl_mean_s = s.itl_max_s = 0.02;
-    s.decode_s = 2;
-    s.e2e_s = s.ttft_s + s.decode_s;
-    AddSpanToTable(s, t);
-  }
-  DiagnosisInput in;
-  in.baseline = {&t, 0, 200};
-  in.incident = {&t, 200, 400};
-  in.change_at_s = 200;
+  FillTwoWindows(t, [](Span& s, const SyntheticRow& row) {
+    if (row.marked) s.tenant = "";     // the tenant that loses its cache
+    s.deploy = row.after ? "v2" : "";  // gone in the incident
+    if (row.after && row.marked) {
+      s.cached_tokens = 0;
+      s.queue_s += 1.0 + (row.i % 7) * 0.2;
+    }
+  });
+  DiagnosisInput in = TwoWindowInput(t);
   auto r = Diagnose(in);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->verdict, Verdict::kRegression);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "report/report_testing.h"
 #include "ttft/diagnose.h"
 #include "ttft/report.h"
 
@@ -30,34 +31,16 @@ const std::string kHostileTarget = "<img src=x onerror=alert(4)>\n---\n> quote";
 const std::string kHostileDetail = "1. list\n| a | b |\n|---|---|\n\x1b[2J";
 
 DiagnosisReport MakeHostileReport(SpanTable& t) {
-  for (int i = 0; i < 4000; ++i) {
-    Span s;
-    s.request_id = "r" + std::to_string(i);
-    s.arrival_s = i * 0.1;
-    const bool after = s.arrival_s >= 200;
-    const bool hostile = i % 4 == 0;
-    s.tenant = hostile ? kHostileTenant : "globex";
-    s.replica = i % 2 ? "r-0|x" : "r-1\n## replica";
-    s.region = "us-east";
-    s.model = "llama-3.3-70b";
-    s.template_version = after && hostile ? kHostileTemplate : "app@v1";
-    s.deploy = "v1";
-    s.prompt_tokens = 3000;
-    s.cached_tokens = after && hostile ? 0 : 2500;
-    s.output_tokens = 100;
-    s.front_end_s = 0.01;
-    s.queue_s = 0.01 + (i % 100) * 0.001 + (after && hostile ? 1.0 + (i % 7) * 0.2 : 0);
-    s.prefill_s = (s.prompt_tokens - s.cached_tokens) * 7e-5;
-    s.ttft_s = s.front_end_s + s.queue_s + s.prefill_s;
-    s.itl_mean_s = s.itl_max_s = 0.02;
-    s.decode_s = 2;
-    s.e2e_s = s.ttft_s + s.decode_s;
-    AddSpanToTable(s, t);
-  }
-  DiagnosisInput in;
-  in.baseline = {&t, 0, 200};
-  in.incident = {&t, 200, 400};
-  in.change_at_s = 200;
+  FillTwoWindows(t, [](Span& s, const SyntheticRow& row) {
+    if (row.marked) s.tenant = kHostileTenant;
+    s.replica = row.i % 2 ? "r-0|x" : "r-1\n## replica";
+    if (row.after && row.marked) {
+      s.template_version = kHostileTemplate;
+      s.cached_tokens = 0;
+      s.queue_s += 1.0 + (row.i % 7) * 0.2;
+    }
+  });
+  DiagnosisInput in = TwoWindowInput(t);
   in.annotations.push_back({200, "deploy_template", kHostileTarget, kHostileDetail});
   in.sources = {"spans\n# file.jsonl"};
   auto r = Diagnose(in);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "report/report_testing.h"
 #include "ttft/diagnose.h"
 #include "ttft/format.h"
 #include "ttft/pipeline.h"
@@ -150,33 +151,15 @@ TEST(Wording, FollowsTheNumbersAcrossTheIncidentSuite) {
 
 TEST(Wording, AnUnknownModelIsNamedAsUnknown) {
   SpanTable t;
-  for (int i = 0; i < 4000; ++i) {
-    Span s;
-    s.request_id = "r" + std::to_string(i);
-    s.arrival_s = i * 0.1;
-    const bool after = s.arrival_s >= 200;
-    s.tenant = i % 4 == 0 ? "acme" : "globex";
-    s.replica = i % 2 ? "r-0" : "r-1";
-    s.region = "us-east";
+  FillTwoWindows(t, [](Span& s, const SyntheticRow& row) {
+    if (row.marked) s.tenant = "acme";
     s.model = "qwen2.5-0.5b";
-    s.template_version = "app@v1";
-    s.deploy = "v1";
-    s.prompt_tokens = after ? 6000 : 3000;
+    s.prompt_tokens = row.after ? 6000 : 3000;
     s.cached_tokens = 0;
-    s.output_tokens = 100;
-    s.front_end_s = 0.01;
-    s.queue_s = 0.01 + (i % 100) * 0.001 + (after ? 0.5 + (i % 7) * 0.1 : 0);
+    if (row.after) s.queue_s += 0.5 + (row.i % 7) * 0.1;
     s.prefill_s = s.prompt_tokens * 2e-5;
-    s.ttft_s = s.front_end_s + s.queue_s + s.prefill_s;
-    s.itl_mean_s = s.itl_max_s = 0.02;
-    s.decode_s = 2;
-    s.e2e_s = s.ttft_s + s.decode_s;
-    AddSpanToTable(s, t);
-  }
-  DiagnosisInput in;
-  in.baseline = {&t, 0, 200};
-  in.incident = {&t, 200, 400};
-  in.change_at_s = 200;
+  });
+  DiagnosisInput in = TwoWindowInput(t);
   auto rep = Diagnose(in);
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();
   ASSERT_TRUE(rep->magnitude.available);
