@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "markdown_it.h"
+#include "report/markdown_it_testing.h"
 #include "run_ttft.h"
 #include "telemetry/prometheus_process_testing.h"
 #include "ttft/gate.h"
@@ -161,7 +161,8 @@ const std::string kHostile =
 void ExpectNoInjectedElement(const std::string& md) {
   SCOPED_TRACE(md);
   std::string why;
-  std::optional<nlohmann::json> doc = ::ttft::testing::InspectMarkdown(md, &why);
+  std::optional<nlohmann::json> doc =
+      ::ttft::testing::InspectMarkdown(md, &why, "js-markdown-integration");
   if (!doc) {
     ASSERT_NE(why.rfind("check.mjs", 0), 0u) << why;
     GTEST_SKIP() << "markdown-it not available: " << why;

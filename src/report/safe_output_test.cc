@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "report/markdown_it_testing.h"
 #include "report/report_testing.h"
 #include "ttft/diagnose.h"
 #include "ttft/report.h"
@@ -158,76 +160,17 @@ TEST(SafeOutput, StatsTextAndCsvQuoteHostileKeys) {
 
 // --- GitHub-flavoured Markdown rendered by markdown-it under node ------------------
 
-std::string FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return "";
-  std::stringstream ss(path);
-  for (std::string dir; std::getline(ss, dir, ':');) {
-    if (dir.empty()) continue;
-    std::string p = dir;
-    p += '/';
-    p += name;
-    if (access(p.c_str(), X_OK) == 0) return p;
-  }
-  return "";
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-int Shell(const std::string& cmd) {
-  const int rc = std::system(cmd.c_str());
-  return rc == -1 || !WIFEXITED(rc) ? -1 : WEXITSTATUS(rc);
-}
-
-// Installs tests/js/markdown (markdown-it, pinned by its package-lock.json) into a folder
-// of the build directory with `npm ci`, unless there. Returns "" or why not.
-std::string InstallMarkdownIt(const std::string& dir) {
-  namespace fs = std::filesystem;
-  const std::string src = std::string(TTFT_SOURCE_DIR) + "/tests/js/markdown";
-  if (FindOnPath("node").empty()) return "node not found on PATH";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  for (const char* f : {"package.json", "package-lock.json", "check.mjs"}) {
-    fs::copy_file(src + "/" + f, dir + "/" + f, fs::copy_options::overwrite_existing, ec);
-    if (ec) return "cannot copy " + src + "/" + f + ": " + ec.message();
-  }
-  if (fs::exists(dir + "/node_modules/markdown-it/package.json")) return "";
-  if (FindOnPath("npm").empty()) return "npm not found on PATH";
-  const std::string log = dir + "/npm-ci.log";
-  const int rc = Shell("cd " + Quote(dir) + " && timeout 180 npm ci --no-audit --no-fund > " +
-                       Quote(log) + " 2>&1");
-  if (rc != 0)
-    return "npm ci failed (exit " + std::to_string(rc) + "; registry unreachable?), see " + log;
-  return "";
-}
-
 TEST(SafeOutput, MarkdownRenderedAsGfmHasNoInjectedElement) {
-  // Beside the test binary, in the build directory: never committed.
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::string dir = (ec ? std::string(".") : exe.parent_path().string()) + "/js-markdown";
-  const std::string why = InstallMarkdownIt(dir);
-  if (!why.empty()) GTEST_SKIP() << "markdown-it not available: " << why;
   SpanTable t;
   const DiagnosisReport r = MakeHostileReport(t);
-  const std::string md_path = dir + "/report." + std::to_string(getpid()) + ".md";
-  const std::string out_path = md_path + ".json";
-  std::ofstream(md_path) << RenderMarkdown(r);
-  ASSERT_EQ(
-      Shell("cd " + Quote(dir) + " && node check.mjs " + Quote(md_path) + " > " + Quote(out_path)),
-      0);
-  nlohmann::json j;
-  {
-    std::ifstream f(out_path);
-    j = nlohmann::json::parse(f, nullptr, false);
+  std::string why;
+  const std::optional<nlohmann::json> rendered =
+      testing::InspectMarkdown(RenderMarkdown(r), &why, "js-markdown");
+  if (!rendered) {
+    ASSERT_NE(why.rfind("check.mjs", 0), 0u) << why;  // the check itself failed
+    GTEST_SKIP() << "markdown-it not available: " << why;
   }
-  ASSERT_FALSE(j.is_discarded());
-  ASSERT_EQ(j.size(), 1u);
-  const nlohmann::json& doc = j[0];
+  const nlohmann::json& doc = *rendered;
   EXPECT_TRUE(doc["html"].empty()) << doc["html"].dump();
   EXPECT_TRUE(doc["links"].empty()) << doc["links"].dump();
   EXPECT_TRUE(doc["images"].empty()) << doc["images"].dump();
@@ -253,8 +196,6 @@ TEST(SafeOutput, MarkdownRenderedAsGfmHasNoInjectedElement) {
   const std::string html = doc["rendered"];
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("<img"), std::string::npos);
-  std::filesystem::remove(md_path, ec);
-  std::filesystem::remove(out_path, ec);
 }
 
 }  // namespace

@@ -1,14 +1,15 @@
 // -----------------------------------------------------------------------------
-// File: tests/markdown_it.h
+// File: report/markdown_it_testing.h (test-only, private to the report module)
 // -----------------------------------------------------------------------------
 //
 // Test-only: renders Markdown as GitHub-flavoured Markdown would, with markdown-it under
 // node (tests/js/markdown/check.mjs, pinned by its package-lock.json), so that a test can
-// look for elements injected by data. The same check src/report/safe_output_test.cc runs
-// on the diagnosis report, for the integration tests (the gate's Markdown).
+// look for elements injected by data. Used by src/report/safe_output_test.cc (the
+// diagnosis report) and by the integration tests (the gate's Markdown), which include
+// the report module's private headers for it.
 //
 //   std::string why;
-//   std::optional<nlohmann::json> doc = InspectMarkdown(markdown, &why);
+//   std::optional<nlohmann::json> doc = InspectMarkdown(markdown, &why, "js-markdown");
 //   if (!doc) GTEST_SKIP() << why;
 //   EXPECT_TRUE((*doc)["links"].empty());
 //
@@ -16,8 +17,8 @@
 // links, images, code (spans and blocks), tables, text (the visible text) and rendered
 // (the HTML).
 
-#ifndef TTFT_TESTS_MARKDOWN_IT_H_
-#define TTFT_TESTS_MARKDOWN_IT_H_
+#ifndef TTFT_REPORT_MARKDOWN_IT_TESTING_H_
+#define TTFT_REPORT_MARKDOWN_IT_TESTING_H_
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,15 +83,16 @@ inline std::string Install(const std::string& dir) {
 // What markdown-it makes of `markdown`; nullopt with `*why` set when node, npm or the
 // package are not available (a reason to skip) or the check fails (a reason to fail:
 // `*why` starts with "check.mjs").
-inline std::optional<nlohmann::json> InspectMarkdown(const std::string& markdown,
-                                                     std::string* why) {
+// `folder` names the install folder beside the test binary (one per test binary, so
+// that two binaries run side by side do not install into one folder at once).
+inline std::optional<nlohmann::json> InspectMarkdown(const std::string& markdown, std::string* why,
+                                                     const std::string& folder) {
   namespace fs = std::filesystem;
   namespace mi = markdown_it_internal;
   // Beside the test binary, in the build directory: never committed.
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  const std::string dir =
-      (ec ? std::string(".") : exe.parent_path().string()) + "/js-markdown-integration";
+  const std::string dir = (ec ? std::string(".") : exe.parent_path().string()) + "/" + folder;
   *why = mi::Install(dir);
   if (!why->empty()) return std::nullopt;
   static int counter = 0;
@@ -116,4 +118,4 @@ inline std::optional<nlohmann::json> InspectMarkdown(const std::string& markdown
 
 }  // namespace ttft::testing
 
-#endif  // TTFT_TESTS_MARKDOWN_IT_H_
+#endif  // TTFT_REPORT_MARKDOWN_IT_TESTING_H_
