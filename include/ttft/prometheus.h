@@ -48,16 +48,24 @@ Result<std::vector<PromSeries>> ParsePromQueryJson(std::string_view body);
 // (and its _sum/_count) is a histogram, *_total a counter, anything else a gauge.
 std::vector<MetricSnapshot> SnapshotsFromSeries(std::span<const PromSeries> series);
 
+// The most bytes one HTTP response may have: a larger (or endless) body is an error,
+// not an out-of-memory. A query_range over 11,000 points of every canonical family of
+// a 100-replica fleet is about 200 MB of JSON.
+inline constexpr size_t kMaxPromResponseBytes = size_t{512} << 20;
+
 struct PromClientOptions {
-  double timeout_s = 5;            // connect and read timeout per attempt
-  int max_attempts = 3;            // 1 + retries, for connection errors and 5xx / 429
+  double timeout_s = 5;            // bounds each attempt as a whole: connect, request, headers
+                                   // and the last byte of the body (a slow-drip server times out)
+  int max_attempts = 3;            // 1 + retries, for connection errors, timeouts and 5xx / 429
   double initial_backoff_s = 0.2;  // doubled after each failed attempt
+  size_t max_response_bytes = kMaxPromResponseBytes;  // over it: InvalidArgument, no retry
 };
 
 // A minimal client for the Prometheus HTTP API. Errors: Unavailable when the
-// server cannot be reached after every attempt (the message names the URL and the
-// last error), InvalidArgument for a rejected query, NotFound when a fetch finds no
-// series. Not thread-safe.
+// server cannot be reached or does not answer within timeout_s after every attempt
+// (the message names the URL and the last error), InvalidArgument for a rejected
+// query or a response over max_response_bytes, NotFound when a fetch finds no series.
+// Not thread-safe.
 class PromClient {
  public:
   // `base_url` like "http://127.0.0.1:9090" (http only).

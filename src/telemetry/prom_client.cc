@@ -8,7 +8,9 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -90,15 +92,78 @@ Result<PromClient> PromClient::Create(const std::string& base_url, PromClientOpt
   return PromClient(std::move(impl));
 }
 
+namespace {
+
+// Stops `client` (shuts its socket down) when `timeout_s` passes before Disarm():
+// httplib's timeouts bound each read, so a server that sends a byte per second would
+// otherwise hold a request forever.
+class Watchdog {
+ public:
+  Watchdog(httplib::Client& client, double timeout_s)
+      : thread_([this, &client, timeout_s] {
+          std::unique_lock lock(mu_);
+          if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                            [this] { return disarmed_; })) {
+            fired_ = true;
+            client.stop();
+          }
+        }) {}
+  ~Watchdog() { Disarm(); }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+  // Returns whether the deadline passed (and the request was stopped).
+  bool Disarm() {
+    {
+      std::lock_guard lock(mu_);
+      disarmed_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    return fired_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool disarmed_ = false;
+  bool fired_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+}  // namespace
+
 Result<std::string> PromClient::Get(const std::string& path) {
   std::string last_error;
   double backoff = impl_->options.initial_backoff_s;
   const int attempts = std::max(1, impl_->options.max_attempts);
+  const size_t max_bytes = impl_->options.max_response_bytes;
   for (int attempt = 1; attempt <= attempts; ++attempt) {
-    auto res = impl_->client->Get(path);
-    if (res) {
+    std::string body;
+    bool too_large = false;
+    Watchdog watchdog(*impl_->client, impl_->options.timeout_s);
+    auto res = impl_->client->Get(path, [&](const char* data, size_t n) {
+      if (n > max_bytes - body.size()) {
+        too_large = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    const bool timed_out = watchdog.Disarm();
+    if (too_large) {
+      return Status::Invalid(fmt::format(
+          "Prometheus at {}: response larger than {} MiB (limit of one response): narrow "
+          "--selector, shorten the window or use a longer --step",
+          impl_->base_url, max_bytes >> 20));
+    }
+    if (timed_out) {
+      last_error = fmt::format("no complete response within {} s", impl_->options.timeout_s);
+    } else if (res) {
       // 400/422 carry Prometheus's JSON error: a bad query, not worth retrying.
-      if (res->status == 200 || res->status == 400 || res->status == 422) return res->body;
+      if (res->status == 200 || res->status == 400 || res->status == 422) {
+        if (body.empty()) body = std::move(res->body);
+        return body;
+      }
       last_error = fmt::format("HTTP {}", res->status);
       if (res->status < 500 && res->status != 429) break;
     } else {

@@ -121,12 +121,74 @@ TEST(PromClient, ReadTimeoutIsRetriedThenUnavailable) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(r.status().message().find("after 2 attempts"), std::string::npos)
       << r.status().ToString();
-  EXPECT_NE(r.status().message().find("no response within 0.2 s"), std::string::npos)
+  EXPECT_NE(r.status().message().find("response within 0.2 s"), std::string::npos)
       << r.status().ToString();
   EXPECT_EQ(hits.load(), 2);
   // Two 0.2 s timeouts and a 0.05 s back-off, far below the handler's 1.5 s.
   EXPECT_LT(dt, 1.4);
   slow.Stop();
+}
+
+// A server that answers at once but sends its body a byte at a time, each byte well
+// within the read timeout: the attempt as a whole is bounded by timeout_s.
+TEST(PromClient, SlowDripBodyIsBoundedByTheTimeoutPerAttempt) {
+  LoopbackServer drip;
+  std::atomic<bool> stop{false};
+  drip.server().Get("/api/v1/query", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
+      if (stop.load()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      return sink.write(" ", 1);
+    });
+  });
+  ASSERT_GT(drip.Start(), 0);
+  PromClientOptions o = FastOptions();
+  o.timeout_s = 0.4;
+  o.max_attempts = 2;
+  auto client = PromClient::Create(drip.url(), o);
+  ASSERT_TRUE(client.ok());
+  const auto t0 = Clock::now();
+  auto r = client->Query("up", 1700000000);
+  const double dt = Since(t0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("no complete response within 0.4 s"), std::string::npos)
+      << r.status().ToString();
+  // Two 0.4 s attempts and a 0.05 s back-off; without the bound it would never end.
+  EXPECT_LT(dt, 3.0);
+  stop = true;
+  drip.Stop();
+}
+
+// An endless body: an error naming the limit once max_response_bytes arrived, not an
+// out-of-memory, and not retried.
+TEST(PromClient, EndlessBodyStopsAtTheResponseLimit) {
+  LoopbackServer endless;
+  std::atomic<int> hits{0};
+  std::atomic<bool> stop{false};
+  endless.server().Get("/api/v1/query", [&](const httplib::Request&, httplib::Response& res) {
+    ++hits;
+    res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
+      static const std::string chunk(64 << 10, '[');
+      return !stop.load() && sink.write(chunk.data(), chunk.size());
+    });
+  });
+  ASSERT_GT(endless.Start(), 0);
+  PromClientOptions o = FastOptions();
+  o.timeout_s = 20;
+  o.max_response_bytes = size_t{4} << 20;
+  auto client = PromClient::Create(endless.url(), o);
+  ASSERT_TRUE(client.ok());
+  const auto t0 = Clock::now();
+  auto r = client->Query("up", 1700000000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("larger than 4 MiB"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_EQ(hits.load(), 1);
+  EXPECT_LT(Since(t0), 10.0);
+  stop = true;
+  endless.Stop();
 }
 
 TEST(PromClient, RetriesServerErrorsButNotRejectedQueries) {
