@@ -137,9 +137,18 @@ Status LoadPrometheus(const std::string& url, const std::string& selector, doubl
 // LoadInput/LoadPrometheus.
 void FinishLoading(Dataset& data);
 
-// LoadInput over `paths` in order, then FinishLoading. An error when `paths` is not
-// empty and `data` then holds no span and no scrape (RequireUsableRecords).
+// LoadInput over DropRepeatedInputs(paths) in order, then FinishLoading. An error when
+// `paths` is not empty and `data` then holds no span and no scrape
+// (RequireUsableRecords).
 Status LoadDataset(std::span<const std::string> paths, const LoadOptions& options, Dataset& data);
+
+// `paths` without the inputs given twice: a file named again (the same file by device
+// and inode, whatever the path) or a file with the same bytes as an earlier one (a
+// copy; compared by size, then XXH3-128, only between files of equal size). Each one
+// dropped is named in `report.warnings` with the earlier input it repeats, so the
+// same requests or scrapes are never counted twice. Standard input ("-") and paths
+// that do not exist are kept (their readers report them).
+std::vector<std::string> DropRepeatedInputs(std::span<const std::string> paths, ReadReport& report);
 
 // The spans and metric series (of all scrapes) in `data`: what LoadDataset requires
 // to be > 0.

@@ -73,7 +73,9 @@ Result<std::vector<std::string>> ExpandFolders(std::span<const std::string> path
 
 Result<StatsResult> ComputeStats(std::span<const std::string> given, const StatsRequest& req) {
   TTFT_ASSIGN_OR_RETURN(const std::vector<std::string> expanded, ExpandFolders(given));
-  const std::span<const std::string> paths(expanded);
+  ReadReport repeated;  // warnings for the inputs given twice
+  const std::vector<std::string> unique = DropRepeatedInputs(expanded, repeated);
+  const std::span<const std::string> paths(unique);
   const bool live = !req.prometheus_url.empty();
   if (!live && paths.empty()) return Status::Invalid("give input files or --prometheus URL");
   if (live && !paths.empty()) {
@@ -99,10 +101,13 @@ Result<StatsResult> ComputeStats(std::span<const std::string> given, const Stats
   StatsResult out;
   if (kind != InputFormat::kProm && kind != InputFormat::kPromQueryJson) {
     TTFT_RETURN_IF_ERROR(SummarizeSpanInputs(paths, req, out));
+    out.report.warnings.insert(out.report.warnings.begin(), repeated.warnings.begin(),
+                               repeated.warnings.end());
     TTFT_RETURN_IF_ERROR(RequireUsableRecords(paths, out.report.records_read, out.report));
     return out;
   }
   Dataset data;
+  data.report = std::move(repeated);
   if (live) {
     TTFT_RETURN_IF_ERROR(LoadPrometheus(req.prometheus_url, req.selector, req.summary.from_s,
                                         req.summary.to_s, req.step_s, req.client, data));

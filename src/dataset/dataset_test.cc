@@ -170,6 +170,47 @@ TEST(LoadInput, ScrapesTakeTheirTimeFromTheNameAndSortByTime) {
   EXPECT_TRUE(LoadInput((d / "untimed.prom").string(), lenient, data).ok());
 }
 
+// The same file by another path, or a copy of it, is read once and named; files of
+// equal size but other bytes, and missing paths, are all kept.
+TEST(DropRepeatedInputs, SameFileOrSameBytesReadOnceWithAWarning) {
+  const fs::path d = TempDir("repeated");
+  Write(d / "a.jsonl", "{\"request_id\":\"r1\"}\n");
+  Write(d / "copy.jsonl", "{\"request_id\":\"r1\"}\n");
+  Write(d / "other.jsonl", "{\"request_id\":\"r2\"}\n");  // same size, other bytes
+  fs::create_directories(d / "sub");
+  const std::vector<std::string> paths = {
+      (d / "a.jsonl").string(),       (d / "sub" / ".." / "a.jsonl").string(),
+      (d / "copy.jsonl").string(),    (d / "other.jsonl").string(),
+      (d / "missing.jsonl").string(), "-"};
+  ReadReport report;
+  const std::vector<std::string> kept = DropRepeatedInputs(paths, report);
+  EXPECT_EQ(kept, (std::vector<std::string>{paths[0], paths[3], paths[4], paths[5]}));
+  ASSERT_EQ(report.warnings.size(), 2u);
+  EXPECT_NE(report.warnings[0].find("the same file as " + paths[0]), std::string::npos)
+      << report.warnings[0];
+  EXPECT_NE(report.warnings[1].find("the same bytes as " + paths[0]), std::string::npos)
+      << report.warnings[1];
+  ReadReport one;
+  EXPECT_EQ(DropRepeatedInputs(std::span(paths).first(1), one).size(), 1u);
+  EXPECT_TRUE(one.warnings.empty());
+}
+
+// Scrapes given twice (the same file under two paths, or a spans file and its copy)
+// count once in a loaded dataset.
+TEST(LoadDataset, InputsGivenTwiceCountOnce) {
+  const fs::path d = TempDir("twice");
+  Write(d / "s.jsonl",
+        "{\"request_id\":\"r1\",\"arrival_s\":1,\"queue_s\":0.1,\"prefill_s\":0.2,"
+        "\"ttft_s\":0.3}\n");
+  fs::copy_file(d / "s.jsonl", d / "s2.jsonl");
+  const std::vector<std::string> paths = {(d / "s.jsonl").string(), (d / "s2.jsonl").string(),
+                                          (d / "s.jsonl").string()};
+  Dataset data;
+  ASSERT_TRUE(LoadDataset(paths, {}, data).ok());
+  EXPECT_EQ(data.spans.size(), 1u);
+  EXPECT_EQ(data.report.warnings.size(), 2u);
+}
+
 // A simulate folder's metrics/ given alone: its scrapes, and the folder's recorded
 // windows and events (so it diagnoses the same windows as the whole folder); a trailing
 // slash is the same folder.

@@ -216,7 +216,9 @@ void FinishLoading(Dataset& data) {
 }
 
 Status LoadDataset(std::span<const std::string> paths, const LoadOptions& options, Dataset& data) {
-  for (const std::string& p : paths) TTFT_RETURN_IF_ERROR(LoadInput(p, options, data));
+  for (const std::string& p : DropRepeatedInputs(paths, data.report)) {
+    TTFT_RETURN_IF_ERROR(LoadInput(p, options, data));
+  }
   FinishLoading(data);
   if (paths.empty()) return Status::Ok();
   return RequireUsableRecords(paths, UsableRecords(data), data.report);
