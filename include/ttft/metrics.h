@@ -143,8 +143,10 @@ std::vector<std::string> CanonicalFamilyNames();
 // between consecutive snapshots, where a decrease is a counter reset and the new
 // value counts from zero. For histograms a reset is detected on _count and applies
 // to the whole series (buckets, _sum, _count). Gauges take the last value. Series
-// missing from the first snapshot count from zero (created in the window); series
-// whose bucket bounds change are skipped and reported. REQUIRES: >= 2 snapshots.
+// missing from the first snapshot count from zero (created in the window); counters
+// and histograms missing from the last (a replica gone mid-window) keep their increase
+// up to their last scrape, with a warning; series whose bucket bounds change are
+// skipped and reported. REQUIRES: >= 2 snapshots.
 Result<MetricSnapshot> WindowDelta(std::span<const MetricSnapshot> snapshots, ReadReport& report);
 
 }  // namespace ttft

@@ -8,7 +8,10 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <optional>
+#include <span>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "telemetry/input_formats.h"
 #include "ttft/metrics.h"
@@ -546,6 +549,73 @@ const MetricFamily* FindCanonical(const MetricSnapshot& snapshot, CanonicalMetri
 // Window deltas
 // ---------------------------------------------------------------------------
 
+namespace {
+
+// The window delta of one series (family `f`, latest appearance `last`) over
+// `snapshots`, with `index` as WindowDelta builds it; nullopt when the series is
+// skipped (bucket bounds change; reported).
+std::optional<MetricSeries> SeriesDelta(
+    std::span<const MetricSnapshot> snapshots,
+    const std::vector<std::unordered_map<std::string, const MetricSeries*>>& index,
+    const MetricFamily& f, const MetricSeries& last, const std::string& key, ReadReport& report) {
+  MetricSeries d;
+  d.labels = last.labels;
+  if (f.type == MetricType::kGauge || f.type == MetricType::kUntyped) {
+    d.value = last.value;
+    return d;
+  }
+  if (f.type == MetricType::kCounter) {
+    const MetricSeries* prev = nullptr;
+    for (size_t i = 0; i < snapshots.size(); ++i) {
+      auto it = index[i].find(key);
+      if (it == index[i].end()) continue;
+      const double v = it->second->value;
+      if (prev == nullptr) {
+        if (i > 0) d.value += v;  // created inside the window: counts from zero
+      } else {
+        d.value += v >= prev->value ? v - prev->value : v;  // a drop is a reset
+      }
+      prev = it->second;
+    }
+    return d;
+  }
+  // Histograms and summaries: reset detected on _count.
+  d.histogram.upper_bounds = last.histogram.upper_bounds;
+  d.histogram.cumulative_counts.assign(last.histogram.upper_bounds.size(), 0);
+  d.summary_quantiles = last.summary_quantiles;
+  const MetricSeries* prev = nullptr;
+  for (size_t i = 0; i < snapshots.size(); ++i) {
+    auto it = index[i].find(key);
+    if (it == index[i].end()) continue;
+    const HistogramValue& h = it->second->histogram;
+    const bool has_buckets = f.type == MetricType::kHistogram;
+    if (has_buckets && h.upper_bounds != last.histogram.upper_bounds) {
+      report.warnings.push_back(
+          fmt::format("{}: bucket bounds change between snapshots; series skipped", f.name));
+      return std::nullopt;
+    }
+    const bool reset = prev != nullptr && h.count < prev->histogram.count;
+    const bool from_zero = prev == nullptr ? i > 0 : reset;
+    if (prev == nullptr && !from_zero) {
+      prev = it->second;
+      continue;
+    }
+    const HistogramValue* base = from_zero ? nullptr : &prev->histogram;
+    d.histogram.count += h.count - (base ? base->count : 0);
+    d.histogram.sum += h.sum - (base ? base->sum : 0);
+    if (has_buckets) {
+      for (size_t b = 0; b < h.cumulative_counts.size(); ++b) {
+        d.histogram.cumulative_counts[b] +=
+            h.cumulative_counts[b] - (base ? base->cumulative_counts[b] : 0);
+      }
+    }
+    prev = it->second;
+  }
+  return d;
+}
+
+}  // namespace
+
 Result<MetricSnapshot> WindowDelta(std::span<const MetricSnapshot> snapshots, ReadReport& report) {
   if (snapshots.size() < 2) {
     return Status::Invalid("a window needs at least two snapshots");
@@ -559,73 +629,51 @@ Result<MetricSnapshot> WindowDelta(std::span<const MetricSnapshot> snapshots, Re
   }
   MetricSnapshot out;
   out.timestamp_s = snapshots.back().timestamp_s;
-  for (const MetricFamily& f : snapshots.back().families) {
-    MetricFamily df;
-    df.name = f.name;
-    df.help = f.help;
-    df.type = f.type;
-    for (const MetricSeries& last : f.series) {
-      const std::string key = f.name + '\x1d' + SeriesKey(last.labels);
-      MetricSeries d;
-      d.labels = last.labels;
-      if (f.type == MetricType::kGauge || f.type == MetricType::kUntyped) {
-        d.value = last.value;
-        df.series.push_back(std::move(d));
-        continue;
-      }
-      if (f.type == MetricType::kCounter) {
-        const MetricSeries* prev = nullptr;
-        for (size_t i = 0; i < snapshots.size(); ++i) {
-          auto it = index[i].find(key);
-          if (it == index[i].end()) continue;
-          const double v = it->second->value;
-          if (prev == nullptr) {
-            if (i > 0) d.value += v;  // created inside the window: counts from zero
-          } else {
-            d.value += v >= prev->value ? v - prev->value : v;  // a drop is a reset
-          }
-          prev = it->second;
-        }
-        df.series.push_back(std::move(d));
-        continue;
-      }
-      // Histograms and summaries: reset detected on _count.
-      d.histogram.upper_bounds = last.histogram.upper_bounds;
-      d.histogram.cumulative_counts.assign(last.histogram.upper_bounds.size(), 0);
-      d.summary_quantiles = last.summary_quantiles;
-      const MetricSeries* prev = nullptr;
-      bool ok = true;
-      for (size_t i = 0; i < snapshots.size() && ok; ++i) {
-        auto it = index[i].find(key);
-        if (it == index[i].end()) continue;
-        const HistogramValue& h = it->second->histogram;
-        const bool has_buckets = f.type == MetricType::kHistogram;
-        if (has_buckets && h.upper_bounds != last.histogram.upper_bounds) {
-          report.warnings.push_back(
-              fmt::format("{}: bucket bounds change between snapshots; series skipped", f.name));
-          ok = false;
-          break;
-        }
-        const bool reset = prev != nullptr && h.count < prev->histogram.count;
-        const bool from_zero = prev == nullptr ? i > 0 : reset;
-        if (prev == nullptr && !from_zero) {
-          prev = it->second;
-          continue;
-        }
-        const HistogramValue* base = from_zero ? nullptr : &prev->histogram;
-        d.histogram.count += h.count - (base ? base->count : 0);
-        d.histogram.sum += h.sum - (base ? base->sum : 0);
-        if (has_buckets) {
-          for (size_t b = 0; b < h.cumulative_counts.size(); ++b) {
-            d.histogram.cumulative_counts[b] +=
-                h.cumulative_counts[b] - (base ? base->cumulative_counts[b] : 0);
+  // Every series of any snapshot, at its latest appearance: the last snapshot's series
+  // first (in its order), then those that vanished before the end (a replica scaled
+  // down, a process that died), newest first. A vanished counter or histogram keeps
+  // its increase up to its last scrape; a vanished gauge has no current value.
+  std::unordered_map<std::string, size_t> family_at;  // name -> index in out.families
+  std::unordered_set<std::string> seen;
+  int64_t vanished = 0;
+  std::string first_vanished;
+  for (size_t k = snapshots.size(); k-- > 0;) {
+    for (const MetricFamily& f : snapshots[k].families) {
+      for (const MetricSeries& last : f.series) {
+        const std::string key = f.name + '\x1d' + SeriesKey(last.labels);
+        if (!seen.insert(key).second) continue;
+        const bool gauge = f.type == MetricType::kGauge || f.type == MetricType::kUntyped;
+        if (k + 1 < snapshots.size()) {
+          if (gauge) continue;
+          if (vanished++ == 0) {
+            std::string labels;
+            for (const auto& [name, value] : last.labels) {
+              labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", name, value);
+            }
+            first_vanished = fmt::format("{}{{{}}} last scraped at t={}", f.name, labels,
+                                         snapshots[k].timestamp_s);
           }
         }
-        prev = it->second;
+        auto [pos, fresh] = family_at.emplace(f.name, out.families.size());
+        if (fresh) {
+          MetricFamily df;
+          df.name = f.name;
+          df.help = f.help;
+          df.type = f.type;
+          out.families.push_back(std::move(df));
+        }
+        if (auto d = SeriesDelta(snapshots.first(k + 1), index, f, last, key, report)) {
+          out.families[pos->second].series.push_back(std::move(*d));
+        }
       }
-      if (ok) df.series.push_back(std::move(d));
     }
-    if (!df.series.empty()) out.families.push_back(std::move(df));
+  }
+  std::erase_if(out.families, [](const MetricFamily& f) { return f.series.empty(); });
+  if (vanished > 0) {
+    report.warnings.push_back(fmt::format(
+        "{} counter or histogram series vanish before the window's end (e.g. {}): their "
+        "increase up to their last scrape is counted",
+        vanished, first_vanished));
   }
   return out;
 }

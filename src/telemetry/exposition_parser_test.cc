@@ -149,6 +149,40 @@ TEST(WindowDelta, CounterResetLikeIncrease) {
   EXPECT_FALSE(WindowDelta(std::span(snaps).first(1), r).ok());
 }
 
+// A replica that goes away mid-window: its counter and histogram keep their increase
+// up to their last scrape, with a warning naming one; its gauge has no current value.
+TEST(WindowDelta, SeriesThatVanishKeepTheirIncreaseWithAWarning) {
+  ReadReport r;
+  const std::string gauge = "# TYPE g gauge\ng{replica=\"a\"} 7\ng{replica=\"b\"} 9\n";
+  std::vector<MetricSnapshot> snaps = {
+      Parse("# TYPE c counter\nc_total{replica=\"a\"} 10\nc_total{replica=\"b\"} 100\n" + gauge, r),
+      Parse("# TYPE c counter\nc_total{replica=\"a\"} 12\nc_total{replica=\"b\"} 130\n" + gauge, r),
+      Parse("# TYPE c counter\nc_total{replica=\"a\"} 15\n# TYPE g gauge\ng{replica=\"a\"} 3\n",
+            r)};
+  snaps[0].timestamp_s = 0;
+  snaps[1].timestamp_s = 15;
+  snaps[2].timestamp_s = 30;
+  ASSERT_TRUE(r.warnings.empty());
+  auto d = WindowDelta(snaps, r);
+  ASSERT_TRUE(d.ok());
+  const MetricFamily* c = Family(*d, "c_total");
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->series.size(), 2u);
+  EXPECT_EQ(c->series[0].labels, (Labels{{"replica", "a"}}));
+  EXPECT_EQ(c->series[0].value, 5);
+  EXPECT_EQ(c->series[1].labels, (Labels{{"replica", "b"}}));
+  EXPECT_EQ(c->series[1].value, 30);  // vanished after t=15: not lost
+  const MetricFamily* g = Family(*d, "g");
+  ASSERT_NE(g, nullptr);
+  ASSERT_EQ(g->series.size(), 1u);  // b's gauge has no value at the window's end
+  EXPECT_EQ(g->series[0].value, 3);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("1 counter or histogram series vanish"), std::string::npos)
+      << r.warnings[0];
+  EXPECT_NE(r.warnings[0].find("replica=\"b\""), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[0].find("t=15"), std::string::npos) << r.warnings[0];
+}
+
 TEST(SummarizeMetrics, FirstBucketIsFlagged) {
   ReadReport r;
   MetricSnapshot s = Parse(
