@@ -145,7 +145,8 @@ std::vector<std::string> CanonicalFamilyNames();
 // to the whole series (buckets, _sum, _count). Gauges take the last value. Series
 // missing from the first snapshot count from zero (created in the window); counters
 // and histograms missing from the last (a replica gone mid-window) keep their increase
-// up to their last scrape, with a warning; series whose bucket bounds change are
+// up to their last scrape, with a warning (none when it is zero: a replica drained
+// before the window counts as gone); series whose bucket bounds change are
 // skipped and reported. REQUIRES: >= 2 snapshots.
 Result<MetricSnapshot> WindowDelta(std::span<const MetricSnapshot> snapshots, ReadReport& report);
 

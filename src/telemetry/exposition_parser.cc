@@ -12,6 +12,7 @@
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "telemetry/input_formats.h"
 #include "ttft/metrics.h"
@@ -551,13 +552,32 @@ const MetricFamily* FindCanonical(const MetricSnapshot& snapshot, CanonicalMetri
 
 namespace {
 
+// "name{a=\"x\",b=\"y\"}", for messages.
+std::string SeriesText(const std::string& name, const Labels& labels) {
+  std::string text;
+  for (const auto& [k, v] : labels)
+    text += fmt::format("{}{}=\"{}\"", text.empty() ? "" : ",", k, v);
+  return fmt::format("{}{{{}}}", name, text);
+}
+
+// Counter resets WindowDelta read, for its warning.
+struct ResetNotes {
+  int64_t series = 0;  // series with at least one reset
+  std::string first;   // one of them, with the scrape time
+  void Add(const MetricFamily& f, const MetricSeries& s, double at_s) {
+    if (series++ == 0) first = fmt::format("{} at t={}", SeriesText(f.name, s.labels), at_s);
+  }
+};
+
 // The window delta of one series (family `f`, latest appearance `last`) over
 // `snapshots`, with `index` as WindowDelta builds it; nullopt when the series is
-// skipped (bucket bounds change; reported).
+// skipped (bucket bounds change; reported). A reset is noted in `resets`.
 std::optional<MetricSeries> SeriesDelta(
     std::span<const MetricSnapshot> snapshots,
     const std::vector<std::unordered_map<std::string, const MetricSeries*>>& index,
-    const MetricFamily& f, const MetricSeries& last, const std::string& key, ReadReport& report) {
+    const MetricFamily& f, const MetricSeries& last, const std::string& key, ReadReport& report,
+    ResetNotes& resets) {
+  bool reset_seen = false;
   MetricSeries d;
   d.labels = last.labels;
   if (f.type == MetricType::kGauge || f.type == MetricType::kUntyped) {
@@ -574,6 +594,9 @@ std::optional<MetricSeries> SeriesDelta(
         if (i > 0) d.value += v;  // created inside the window: counts from zero
       } else {
         d.value += v >= prev->value ? v - prev->value : v;  // a drop is a reset
+        if (v < prev->value && !std::exchange(reset_seen, true)) {
+          resets.Add(f, last, snapshots[i].timestamp_s);
+        }
       }
       prev = it->second;
     }
@@ -595,6 +618,7 @@ std::optional<MetricSeries> SeriesDelta(
       return std::nullopt;
     }
     const bool reset = prev != nullptr && h.count < prev->histogram.count;
+    if (reset && !std::exchange(reset_seen, true)) resets.Add(f, last, snapshots[i].timestamp_s);
     const bool from_zero = prev == nullptr ? i > 0 : reset;
     if (prev == nullptr && !from_zero) {
       prev = it->second;
@@ -632,25 +656,29 @@ Result<MetricSnapshot> WindowDelta(std::span<const MetricSnapshot> snapshots, Re
   // Every series of any snapshot, at its latest appearance: the last snapshot's series
   // first (in its order), then those that vanished before the end (a replica scaled
   // down, a process that died), newest first. A vanished counter or histogram keeps
-  // its increase up to its last scrape; a vanished gauge has no current value.
+  // its increase up to its last scrape (left out when that is zero); a vanished gauge
+  // has no current value.
   std::unordered_map<std::string, size_t> family_at;  // name -> index in out.families
   std::unordered_set<std::string> seen;
   int64_t vanished = 0;
   std::string first_vanished;
+  ResetNotes resets;
   for (size_t k = snapshots.size(); k-- > 0;) {
     for (const MetricFamily& f : snapshots[k].families) {
       for (const MetricSeries& last : f.series) {
         const std::string key = f.name + '\x1d' + SeriesKey(last.labels);
         if (!seen.insert(key).second) continue;
         const bool gauge = f.type == MetricType::kGauge || f.type == MetricType::kUntyped;
-        if (k + 1 < snapshots.size()) {
-          if (gauge) continue;
+        const bool gone = k + 1 < snapshots.size();
+        if (gone && gauge) continue;
+        std::optional<MetricSeries> d =
+            SeriesDelta(snapshots.first(k + 1), index, f, last, key, report, resets);
+        if (!d) continue;
+        if (gone) {
+          // Gone with no increase (e.g. drained before the window): nothing to keep.
+          if (d->value == 0 && d->histogram.count == 0) continue;
           if (vanished++ == 0) {
-            std::string labels;
-            for (const auto& [name, value] : last.labels) {
-              labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", name, value);
-            }
-            first_vanished = fmt::format("{}{{{}}} last scraped at t={}", f.name, labels,
+            first_vanished = fmt::format("{} last scraped at t={}", SeriesText(f.name, last.labels),
                                          snapshots[k].timestamp_s);
           }
         }
@@ -662,9 +690,7 @@ Result<MetricSnapshot> WindowDelta(std::span<const MetricSnapshot> snapshots, Re
           df.type = f.type;
           out.families.push_back(std::move(df));
         }
-        if (auto d = SeriesDelta(snapshots.first(k + 1), index, f, last, key, report)) {
-          out.families[pos->second].series.push_back(std::move(*d));
-        }
+        out.families[pos->second].series.push_back(std::move(*d));
       }
     }
   }
@@ -674,6 +700,13 @@ Result<MetricSnapshot> WindowDelta(std::span<const MetricSnapshot> snapshots, Re
         "{} counter or histogram series vanish before the window's end (e.g. {}): their "
         "increase up to their last scrape is counted",
         vanished, first_vanished));
+  }
+  if (resets.series > 0) {
+    report.warnings.push_back(fmt::format(
+        "{} counter or histogram series decrease between scrapes (e.g. {}): read as counter "
+        "resets (a restart), each counting from zero; if the scrapes were given out of order, "
+        "give them with sample timestamps or named t<seconds>.prom",
+        resets.series, resets.first));
   }
   return out;
 }

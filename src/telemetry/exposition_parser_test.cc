@@ -146,16 +146,25 @@ TEST(WindowDelta, CounterResetLikeIncrease) {
   EXPECT_EQ(h.count, 2 + 2);
   EXPECT_EQ(h.cumulative_counts[0], 1 + 1);
   EXPECT_DOUBLE_EQ(h.sum, 1 + 0.5);
+  // Read as a restart, and said: if the scrapes were misordered the user can tell.
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("2 counter or histogram series decrease"), std::string::npos)
+      << r.warnings[0];
+  EXPECT_NE(r.warnings[0].find("counter resets"), std::string::npos) << r.warnings[0];
   EXPECT_FALSE(WindowDelta(std::span(snaps).first(1), r).ok());
 }
 
 // A replica that goes away mid-window: its counter and histogram keep their increase
 // up to their last scrape, with a warning naming one; its gauge has no current value.
+// One gone with no increase in the window (drained before it) is simply absent.
 TEST(WindowDelta, SeriesThatVanishKeepTheirIncreaseWithAWarning) {
   ReadReport r;
   const std::string gauge = "# TYPE g gauge\ng{replica=\"a\"} 7\ng{replica=\"b\"} 9\n";
   std::vector<MetricSnapshot> snaps = {
-      Parse("# TYPE c counter\nc_total{replica=\"a\"} 10\nc_total{replica=\"b\"} 100\n" + gauge, r),
+      Parse("# TYPE c counter\nc_total{replica=\"a\"} 10\nc_total{replica=\"b\"} 100\n"
+            "c_total{replica=\"c\"} 50\n" +  // drained before the window: no increase
+                gauge,
+            r),
       Parse("# TYPE c counter\nc_total{replica=\"a\"} 12\nc_total{replica=\"b\"} 130\n" + gauge, r),
       Parse("# TYPE c counter\nc_total{replica=\"a\"} 15\n# TYPE g gauge\ng{replica=\"a\"} 3\n",
             r)};
