@@ -102,6 +102,7 @@ struct Dataset {
   SpanTable spans;
   bool has_spans = false;
   std::vector<MetricSnapshot> snapshots;  // sorted by timestamp_s after FinishLoading
+  int64_t untimed_scrapes = 0;  // scrapes loaded with no time (require_snapshot_times off)
   std::vector<Annotation> annotations;
   std::vector<std::string> sources;  // input names, in the order given
   ReadReport report;                 // every input's skipped records and warnings
@@ -134,8 +135,16 @@ Status LoadPrometheus(const std::string& url, const std::string& selector, doubl
                       Dataset& data);
 
 // Sorts the snapshots by time and sets the time range. Call once after the last
-// LoadInput/LoadPrometheus.
+// LoadInput/LoadPrometheus. Scrapes that all carry no time are put in the one order in
+// which every counter and histogram count grows, when their counters give one
+// (OrderScrapesByCounters); otherwise they stay in the order given, with a warning.
 void FinishLoading(Dataset& data);
+
+// Orders `snaps` (scrapes of the same targets with no time) by their counters: sorted by
+// the sum of every counter and histogram count, kept when in that order no series
+// decreases (a warning names the reordering when it differs from the order given);
+// otherwise left as given, with a warning that decreases will be read as resets.
+void OrderScrapesByCounters(std::vector<MetricSnapshot>& snaps, ReadReport& report);
 
 // LoadInput over DropRepeatedInputs(paths) in order, then FinishLoading. An error when
 // `paths` is not empty and `data` then holds no span and no scrape

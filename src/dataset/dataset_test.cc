@@ -1,6 +1,7 @@
 // Tests of the inputs and windows module (ttft/dataset.h).
 #include "ttft/dataset.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -209,6 +210,47 @@ TEST(LoadDataset, InputsGivenTwiceCountOnce) {
   ASSERT_TRUE(LoadDataset(paths, {}, data).ok());
   EXPECT_EQ(data.spans.size(), 1u);
   EXPECT_EQ(data.report.warnings.size(), 2u);
+}
+
+// Scrapes with no time given newest first (a shell glob over names without times):
+// ordered by their counters, with a warning, instead of reading the decrease as a
+// restart. A true restart (no order makes every counter grow) keeps the order given.
+TEST(LoadDataset, UntimedScrapesAreOrderedByTheirCounters) {
+  const fs::path d = TempDir("untimed");
+  auto scrape = [](int requests, double hist) {
+    return fmt::format(
+        "# TYPE vllm:request_success counter\nvllm:request_success_total {}\n"
+        "# TYPE vllm:time_to_first_token_seconds histogram\n"
+        "vllm:time_to_first_token_seconds_bucket{{le=\"1.0\"}} {}\n"
+        "vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {}\n"
+        "vllm:time_to_first_token_seconds_sum {}\nvllm:time_to_first_token_seconds_count {}\n",
+        requests, hist, hist, hist / 4, hist);
+  };
+  Write(d / "b.prom", scrape(300, 300));
+  Write(d / "a.prom", scrape(100, 100));
+  LoadOptions lenient;
+  lenient.require_snapshot_times = false;
+  Dataset data;
+  const std::vector<std::string> newest_first = {(d / "b.prom").string(), (d / "a.prom").string()};
+  ASSERT_TRUE(LoadDataset(newest_first, lenient, data).ok());
+  ASSERT_EQ(data.snapshots.size(), 2u);
+  ASSERT_EQ(data.report.warnings.size(), 1u);
+  EXPECT_NE(data.report.warnings[0].find("ordered by their counters"), std::string::npos)
+      << data.report.warnings[0];
+  ReadReport r;
+  auto window = WindowDelta(data.snapshots, r);
+  ASSERT_TRUE(window.ok());
+  EXPECT_EQ(FindCanonical(*window, CanonicalMetric::kTtft)->series[0].histogram.count, 200);
+  EXPECT_TRUE(r.warnings.empty());  // no reset read
+
+  // A restart: the counter falls while the histogram grows; no order fits both.
+  Write(d / "c.prom", scrape(50, 400));
+  Dataset restart;
+  const std::vector<std::string> given = {(d / "b.prom").string(), (d / "c.prom").string()};
+  ASSERT_TRUE(LoadDataset(given, lenient, restart).ok());
+  ASSERT_EQ(restart.report.warnings.size(), 1u);
+  EXPECT_NE(restart.report.warnings[0].find("read in the order given"), std::string::npos)
+      << restart.report.warnings[0];
 }
 
 // A simulate folder's metrics/ given alone: its scrapes, and the folder's recorded

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "dataset/internal.h"
 #include "ttft/dataset.h"
@@ -80,6 +81,8 @@ Status AddScrape(const std::string& path, MetricSnapshot s, const LoadOptions& o
   } else if (options.require_snapshot_times) {
     return Status::Invalid(fmt::format(
         "{}: cannot tell the scrape time (no sample timestamps; name it t<seconds>.prom)", path));
+  } else {
+    ++data.untimed_scrapes;
   }
   data.snapshots.push_back(std::move(s));
   return Status::Ok();
@@ -213,6 +216,61 @@ void FinishLoading(Dataset& data) {
                    [](const MetricSnapshot& a, const MetricSnapshot& b) {
                      return a.timestamp_s < b.timestamp_s;
                    });
+  const auto n = static_cast<int64_t>(data.snapshots.size());
+  if (n >= 2 && data.untimed_scrapes == n) OrderScrapesByCounters(data.snapshots, data.report);
+}
+
+void OrderScrapesByCounters(std::vector<MetricSnapshot>& snaps, ReadReport& report) {
+  // Per scrape: every counter value and histogram/summary count, by series.
+  std::vector<std::unordered_map<std::string, double>> counts(snaps.size());
+  std::vector<double> total(snaps.size(), 0);
+  for (size_t i = 0; i < snaps.size(); ++i) {
+    for (const MetricFamily& f : snaps[i].families) {
+      const bool counter = f.type == MetricType::kCounter;
+      if (!counter && f.type != MetricType::kHistogram && f.type != MetricType::kSummary) continue;
+      for (const MetricSeries& s : f.series) {
+        std::string key = f.name;
+        for (const auto& [k, v] : s.labels) key.append("\x1f").append(k).append("\x1e").append(v);
+        const double v = counter ? s.value : s.histogram.count;
+        counts[i][key] = v;
+        total[i] += v;
+      }
+    }
+  }
+  std::vector<size_t> order(snaps.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return total[a] < total[b]; });
+  bool grows = true;
+  for (size_t k = 1; k < order.size() && grows; ++k) {
+    const auto& before = counts[order[k - 1]];
+    for (const auto& [key, v] : counts[order[k]]) {
+      auto it = before.find(key);
+      if (it != before.end() && v < it->second) {
+        grows = false;
+        break;
+      }
+    }
+  }
+  if (!grows) {
+    report.warnings.push_back(fmt::format(
+        "{} scrapes carry no time (no sample timestamps, not named t<seconds>.prom) and no order "
+        "of them makes every counter grow: read in the order given, a decrease as a counter "
+        "reset",
+        snaps.size()));
+    return;
+  }
+  bool same = true;
+  for (size_t i = 0; i < order.size(); ++i) same = same && order[i] == i;
+  if (same) return;
+  std::vector<MetricSnapshot> sorted;
+  sorted.reserve(snaps.size());
+  for (size_t i : order) sorted.push_back(std::move(snaps[i]));
+  snaps = std::move(sorted);
+  report.warnings.push_back(fmt::format(
+      "{} scrapes carry no time (no sample timestamps, not named t<seconds>.prom): ordered by "
+      "their counters (the order in which every counter grows), not as given",
+      snaps.size()));
 }
 
 Status LoadDataset(std::span<const std::string> paths, const LoadOptions& options, Dataset& data) {
