@@ -77,6 +77,10 @@ std::string TimePoint(double t_s);
 
 namespace ttft::escape {
 
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or values
+// above U+10FFFF), as JSON text must be (RFC 8259 section 8.1).
+bool IsValidUtf8(std::string_view s);
+
 // Terminal text: every control character (C0 but tab, DEL, C1, and the bidirectional
 // overrides U+202A-U+202E and U+2066-U+2069) and every byte that is not valid UTF-8 is
 // shown as a visible escape (\n, \r, \x1b, \u0085, \u202e), so data cannot move the

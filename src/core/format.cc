@@ -98,6 +98,16 @@ bool IsControl(char32_t cp) {
 
 }  // namespace
 
+bool IsValidUtf8(std::string_view s) {
+  char32_t cp = 0;
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = DecodeUtf8(s, i, &cp);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
 std::string Terminal(std::string_view s) {
   std::string out;
   out.reserve(s.size());

@@ -10,6 +10,17 @@
 namespace ttft {
 namespace {
 
+TEST(EscapeUtf8, AcceptsWellFormedAndRejectsEveryIllFormedSequence) {
+  EXPECT_TRUE(escape::IsValidUtf8(""));
+  EXPECT_TRUE(escape::IsValidUtf8("acme-rag \u00e9 \u20ac \U0001F600"));
+  EXPECT_FALSE(escape::IsValidUtf8("\xff"));              // never a UTF-8 byte
+  EXPECT_FALSE(escape::IsValidUtf8("a\xc3"));             // truncated
+  EXPECT_FALSE(escape::IsValidUtf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(escape::IsValidUtf8("\xed\xa0\x80"));      // surrogate U+D800
+  EXPECT_FALSE(escape::IsValidUtf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(escape::IsValidUtf8("\x80"));              // lone continuation byte
+}
+
 TEST(EscapeTerminal, ShowsEveryControlCharacterAsAnEscape) {
   using escape::Terminal;
   EXPECT_EQ(Terminal("acme-rag"), "acme-rag");

@@ -1,15 +1,16 @@
 // libFuzzer target: gzip input (the InputStream under every reader). The bytes are
 // written to a file and read as spans, gzip-compressed or not as their first bytes
-// say: any input ends in spans or an error with a message, never a crash, and every
-// label read serialises as JSON (valid UTF-8). Bounded by kMaxLineBytes per line.
+// say: any input ends in spans or an error with a message, never a crash, and the
+// accepted spans keep the properties of telemetry/span_fuzz_checks.h (labels are valid
+// UTF-8, so they serialise as JSON). Bounded by kMaxLineBytes per line.
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <string>
 
+#include "telemetry/span_fuzz_checks.h"
 #include "ttft/spans.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -22,15 +23,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ttft::ReadReport report;
   const ttft::Status st = ttft::ReadSpanTable(path, ttft::SpanReadOptions{}, table, report);
   if (!st.ok() && st.message().empty()) __builtin_trap();
-  try {
-    for (size_t i = 0; i < table.size(); ++i) {
-      const ttft::Span s = table.Get(i);
-      (void)nlohmann::json(
-          {s.request_id, s.tenant, s.replica, s.region, s.model, s.template_version, s.deploy})
-          .dump();
-    }
-  } catch (const nlohmann::json::exception&) {
-    __builtin_trap();
-  }
+  ttft::internal::CheckAcceptedSpans(table, report);
   return 0;
 }

@@ -1,12 +1,13 @@
-// libFuzzer target: span JSONL reader (ParseSpans, format forced to jsonl), and a
-// differential check: the fast path and simdjson alone must read the same spans and
-// report the same issues.
+// libFuzzer target: span JSONL reader (ParseSpans, format forced to jsonl): accepted
+// spans keep the properties of telemetry/span_fuzz_checks.h; and a differential check: the fast
+// path and simdjson alone must read the same spans and report the same issues.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
+#include "telemetry/span_fuzz_checks.h"
 #include "telemetry/span_readers_internal.h"
 #include "ttft/spans.h"
 
@@ -17,8 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ttft::SpanReadOptions options;
   options.format = ttft::InputFormat::kSpanJsonl;
   (void)ttft::ParseSpans(text, "fuzz", options, table, report);
-  for (size_t i = 0; i < table.size(); ++i) (void)table.Get(i);
-  (void)report.Summary();
+  ttft::internal::CheckAcceptedSpans(table, report);
 
   ttft::internal::RecordingSink fast_sink, slow_sink;
   ttft::ReadReport fast_report, slow_report;

@@ -1,8 +1,10 @@
-// libFuzzer target: span otlp reader.
+// libFuzzer target: span otlp reader; accepted spans keep the properties of
+// telemetry/span_fuzz_checks.h.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "telemetry/span_fuzz_checks.h"
 #include "ttft/spans.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -12,7 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.format = ttft::InputFormat::kOtlp;
   (void)ttft::ParseSpans(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz",
                          options, table, report);
-  for (size_t i = 0; i < table.size(); ++i) (void)table.Get(i);
-  (void)report.Summary();
+  ttft::internal::CheckAcceptedSpans(table, report);
   return 0;
 }
