@@ -81,12 +81,37 @@ struct MeasurementRow {
   double duration_s = 0;
   int64_t n_failed = 0;
   StageMetrics measured;
+  // Engine settings the table left empty, each filled with vLLM's default and named
+  // here for the output, e.g. "max_num_seqs=1024 (vLLM default: ...)".
+  std::vector<std::string> defaults_used;
+  // Non-empty: the row cannot be simulated ("file:line: column: what"); it is reported
+  // as skipped and the rest of the table goes on.
+  std::string skip_reason;
 };
 
+// vLLM's engine defaults (v0.15.1, V1 engine, `vllm serve`), for the settings a table
+// leaves empty. Source: vllm/engine/arg_utils.py (EngineArgs.get_batch_defaults and
+// _set_default_max_num_seqs_and_batched_tokens_args; config/cache.py, config/model.py):
+//   max_model_len          the model's max_position_embeddings
+//   max_num_batched_tokens 8192 on a GPU of >= 70 GiB that is not an A100, else 2048
+//                          (OPENAI_API_SERVER); without chunked prefill at least
+//                          max_model_len; at most max_num_seqs * max_model_len
+//   max_num_seqs           1024 on such a GPU, else 256; at most max_num_batched_tokens
+//   gpu_memory_utilization 0.9; block size 16; tensor_parallel_size 1;
+//   prefix caching and chunked prefill on (V1, decoder-only models); dtype "auto"
+//   (the checkpoint's 16-bit dtype).
+// Fills the empty settings of `row` (`empty` names them) and records each in
+// row.defaults_used; sets row.skip_reason when the model or GPU is unknown.
+void ApplyVllmDefaults(MeasurementRow& row, const std::vector<std::string>& empty);
+
 // Reads a measurement CSV (RFC 4180 quoting). Columns are found by header name; the
-// configuration columns and ttft_mean_ms .. decode_ms_per_token are required,
-// out_tok_s, n_failed, gpu_kv_cache_tokens and kv_block_size optional. Errors name
-// "file:line: column: what".
+// run, workload and ttft_mean_ms .. decode_ms_per_token columns are required; the
+// engine settings (tp, dtype, max_model_len, max_num_batched_tokens, max_num_seqs,
+// prefix_caching, chunked_prefill, gpu_mem_util, kv_block_size) may be absent or empty
+// and then take vLLM's defaults (ApplyVllmDefaults); out_tok_s, n_failed and
+// gpu_kv_cache_tokens are optional. A file-level problem (CSV syntax, a missing
+// required column, no rows) is an error; a row whose cells are invalid is returned
+// with skip_reason set. Messages name "file:line: column: what".
 Result<std::vector<MeasurementRow>> ReadMeasurements(const std::string& path);
 Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
                                                       const std::string& name);
@@ -103,6 +128,7 @@ struct ValidateOptions {
 };
 
 struct StageResult {
+  std::string source;  // the row's "file:line"
   std::string experiment;
   int stage = 0;
   double rate_rps = 0;
@@ -115,11 +141,21 @@ struct StageResult {
   // last thirds of the stage's sends.
   double sim_ttft_first_third_s = 0, sim_ttft_last_third_s = 0;
   double sim_waiting_first_third = 0, sim_waiting_last_third = 0;
-  double sim_prefix_hit_rate = 0;  // cached / prompt tokens over the stage
+  double sim_prefix_hit_rate = 0;          // cached / prompt tokens over the stage
+  std::vector<std::string> defaults_used;  // the row's, see MeasurementRow
+};
+
+// A row that was not simulated, and why.
+struct SkippedRow {
+  std::string source;  // "file:line"
+  std::string experiment;
+  int stage = 0;
+  std::string reason;
 };
 
 struct ValidationReport {
   std::vector<StageResult> rows;
+  std::vector<SkippedRow> skipped;
   // Mean absolute percentage error (fraction) over the rows not measured overloaded.
   StageMetrics mape;
   int mape_rows = 0;
@@ -127,7 +163,9 @@ struct ValidationReport {
 };
 
 // Simulates every run of `rows` (rows sharing `experiment` are one run's stages, run
-// in stage order on one replica) and compares.
+// in stage order on one replica) and compares. Rows with a skip_reason, and the rows
+// of a run that cannot be simulated (unknown model, an engine configuration vLLM
+// would reject), go to `skipped` with the reason; the other runs go on.
 Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
                                        const ValidateOptions& options);
 

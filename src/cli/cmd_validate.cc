@@ -38,7 +38,9 @@ Runner RegisterValidate(CLI::App& app) {
     opt.repeats = o->seeds;
     TTFT_ASSIGN_OR_RETURN(ValidationReport rep, RunValidation(rows, opt));
     if (o->format == "json") {
-      std::cout << ValidationJson(rep).dump(2) << "\n";
+      // Cells quoted in skip reasons may be invalid UTF-8: replaced, not thrown on.
+      std::cout << ValidationJson(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
     } else {
       std::cout << ValidationText(rep);
     }
