@@ -76,6 +76,9 @@ struct MeasurementRow {
   double gpu_mem_util = 0.9;
   int64_t gpu_kv_cache_tokens = 0;  // 0: unknown (derived from memory)
   int kv_block_size = 16;
+  // vLLM's async scheduling (EngineConfig::async_scheduling): column async_scheduling,
+  // else on, v0.15.1's default (vllm#27614).
+  bool async_scheduling = true;
   SharedPrefixSpec workload;  // groups, prompts, lengths; stages filled per run
   double rate_rps = 0;
   double duration_s = 0;
@@ -116,11 +119,19 @@ Result<std::vector<MeasurementRow>> ReadMeasurements(const std::string& path);
 Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
                                                       const std::string& name);
 
+// The cost model fitted jointly on both vLLM v0.15.1 H100 tables of
+// ../shared/data/vllm-h100 (Llama-2-70B TP4 and Llama-2-7B TP1), simulated with async
+// scheduling as that vLLM runs (`ttft calibrate calibration.csv calibration-7b.csv`;
+// docs/calibration.md gives the fit and its errors). It differs from CostParams{}, the
+// fleet's defaults, which were fitted without async scheduling (its missing step sits
+// in their 26 ms front end).
+CostParams VllmH100Calibration();
+
 struct ValidateOptions {
-  CostParams cost;                // the cost model to validate
-  uint64_t seed = 1;              // prompts and arrivals (inference-perf's were unseeded)
-  double client_timeout_s = 300;  // aiohttp's default total timeout (README 6.5)
-  double stage_pause_s = 1.0;     // inference-perf's interval between stages
+  CostParams cost = VllmH100Calibration();  // the cost model to validate
+  uint64_t seed = 1;                        // prompts and arrivals (inference-perf's were unseeded)
+  double client_timeout_s = 300;            // aiohttp's default total timeout (README 6.5)
+  double stage_pause_s = 1.0;               // inference-perf's interval between stages
   // Runs per row, seeds seed .. seed + repeats - 1; the simulated metrics are their
   // means. The measurement is one realisation of random prompts and arrivals, and a
   // tail near a limit (max_num_seqs) moves a lot between realisations.

@@ -79,6 +79,18 @@ const char* const kMetricNames[] = {
 
 }  // namespace
 
+CostParams VllmH100Calibration() {
+  // `ttft calibrate calibration.csv calibration-7b.csv --max-evaluations 320` (3
+  // significant digits); docs/calibration.md.
+  CostParams c;
+  c.decode_mbu = 0.743;
+  c.kv_mbu = 0.917;
+  c.seq_overhead_s = 3.9e-6;
+  c.front_end_s = 0.0047;
+  c.prefill_layer_overhead_s = 93e-6;
+  return c;
+}
+
 void ApplyVllmDefaults(MeasurementRow& m, const std::vector<std::string>& empty) {
   auto is_empty = [&](const char* c) {
     return std::find(empty.begin(), empty.end(), c) != empty.end();
@@ -251,6 +263,9 @@ Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
         TTFT_ASSIGN_OR_RETURN(m.gpu_mem_util, num("gpu_mem_util", false, 0.9));
       }
       TTFT_ASSIGN_OR_RETURN(m.gpu_kv_cache_tokens, integer("gpu_kv_cache_tokens", true, 0));
+      if (!cell("async_scheduling").empty()) {
+        TTFT_ASSIGN_OR_RETURN(m.async_scheduling, boolean("async_scheduling"));
+      }
       if (!is_empty("kv_block_size")) {
         TTFT_ASSIGN_OR_RETURN(int64_t bs, integer("kv_block_size", false, 16));
         m.kv_block_size = static_cast<int>(bs);
@@ -340,6 +355,7 @@ Result<std::vector<StageResult>> SimulateRun(const std::vector<MeasurementRow>& 
   ec.max_model_len = first.max_model_len;
   ec.enable_chunked_prefill = first.chunked_prefill;
   ec.enable_prefix_caching = first.prefix_caching;
+  ec.async_scheduling = first.async_scheduling;
   // vLLM's own log line gives the capacity when the table has it; otherwise memory.
   if (first.gpu_kv_cache_tokens > 0) ec.num_gpu_blocks = first.gpu_kv_cache_tokens / ec.block_size;
   TTFT_RETURN_IF_ERROR(ec.Validate().WithContext(first.source));
@@ -382,7 +398,8 @@ Result<std::vector<StageResult>> SimulateRun(const std::vector<MeasurementRow>& 
     size_t next = 0;  // next request to enqueue (after the front end)
     while (finished < n) {
       const double enq_t =
-          next < n ? sends[next] + opt.cost.front_end_s : std::numeric_limits<double>::infinity();
+          next < n ? sends[next] + opt.cost.FrontEndTime(prompts[next % prompts.size()].tokens)
+                   : std::numeric_limits<double>::infinity();
       if (step_end >= 0 && step_end <= enq_t) {
         now = step_end;
         replica.FinishStep(now, on_finish);
