@@ -14,7 +14,7 @@ namespace ttft::cli {
 Runner RegisterCalibrate(CLI::App& app) {
   struct Opts {
     std::vector<std::string> inputs, free;
-    std::string out, format = "text", model, gpu;
+    std::string out, format = "text", model, gpu, prior = "joint";
     int tp = 0;
     uint64_t seed = 1;
     int max_evaluations = CalibrateOptions{}.max_evaluations;
@@ -39,6 +39,12 @@ Runner RegisterCalibrate(CLI::App& app) {
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   app.add_flag("--no-leave-one-out", o->no_loo, "Skip the leave-one-run-out error (faster)");
+  app.add_option("--prior", o->prior,
+                 "Start (and value kept when unidentified): joint (the H100 joint calibration) "
+                 "or fleet (the fleet's defaults, fitted on no data of a second model: for a "
+                 "fair hold-out)")
+      ->check(CLI::IsMember({"joint", "fleet"}))
+      ->capture_default_str();
   app.add_option("--format", o->format, "Report on standard output: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -53,6 +59,7 @@ Runner RegisterCalibrate(CLI::App& app) {
     opt.seed = o->seed;
     opt.max_evaluations = o->max_evaluations;
     opt.leave_one_run_out = !o->no_loo;
+    if (o->prior == "fleet") opt.start = CostParams{};
     TTFT_ASSIGN_OR_RETURN(CalibrationResult res, Calibrate(rows, opt));
     TTFT_RETURN_IF_ERROR(WriteOutput(CalibrationResultYaml(res), o->out));
     if (o->format == "json") {
