@@ -83,7 +83,9 @@ struct CalibrationResult {
   CostParams cost;
   std::optional<bool> async_scheduling;  // the fitted rows' (unset when they differ)
   std::vector<FittedParam> params;
-  std::vector<std::string> data;      // "file (N rows fitted, M overloaded left out)"
+  // "file (N rows fitted, M left out)", then "source: assumed ..." per row for each
+  // setting the input did not give (vLLM defaults, a bench result's workload).
+  std::vector<std::string> data;
   std::vector<std::string> warnings;  // unidentified parameters, skipped rows
   StageMetrics in_sample;             // MAPE over the fitted rows (fractions)
   int rows = 0;

@@ -152,6 +152,11 @@ Result<CalibrationResult> Calibrate(const std::vector<MeasurementRow>& all,
   for (const auto& [file, n] : per_file) {
     res.data.push_back(fmt::format("{} ({} rows fitted, {} left out)", file, n.first, n.second));
   }
+  // What the inputs did not say (engine defaults, a bench result's workload): per row.
+  for (const auto& r : rows) {
+    for (const auto& d : r.defaults_used)
+      res.data.push_back(fmt::format("{}: assumed {}", r.source, d));
+  }
 
   Fitter fit(rows, opt, &res.evaluations);
   double obj = 0;

@@ -109,6 +109,8 @@ TEST(Calibrate, RecoversAKnownFrontEnd) {
   EXPECT_DOUBLE_EQ(prof->cost.front_end_s, res->cost.front_end_s);
   EXPECT_NE(prof->fit_yaml.find("allreduce_latency_s"), std::string::npos);
   EXPECT_NE(CalibrationResultText(*res).find("NOT IDENTIFIED"), std::string::npos);
+  // A bench result's assumptions are part of what the profile says it was fitted on.
+  EXPECT_NE(prof->fit_yaml.find("a.json: assumed workload:"), std::string::npos) << prof->fit_yaml;
 }
 
 }  // namespace
