@@ -112,6 +112,9 @@ Result<MeasurementRow> ParseBenchServeJson(std::string_view text, const std::str
   m.n_failed = static_cast<int64_t>(failed);
   m.duration_s = n / m.rate_rps;
   assumed.push_back(
+      "async_scheduling=true (vLLM's default from about v0.12; the result does not record the "
+      "version)");
+  assumed.push_back(
       fmt::format("arrivals: {} requests as a Poisson process at {} req/s over {:.1f} s", n,
                   m.rate_rps, m.duration_s));
   // Workload: distinct prompts of the mean lengths.
