@@ -19,8 +19,8 @@ using ttft::testing::RunResult;
 using ttft::testing::RunTtft;
 
 TEST(Help, EveryCommandHasExamplesAndExitCodes) {
-  for (const char* sub : {"drill", "simulate", "cost", "stats", "diagnose", "validate", "gate",
-                          "tokenize", "rules", "lint"}) {
+  for (const char* sub : {"drill", "simulate", "cost", "stats", "diagnose", "validate", "calibrate",
+                          "gate", "tokenize", "rules", "lint"}) {
     const RunResult h = RunTtft(std::string(sub) + " --help");
     EXPECT_EQ(h.exit_code, 0) << sub << h.err;
     EXPECT_THAT(h.out, HasSubstr("Usage: ttft " + std::string(sub))) << sub;

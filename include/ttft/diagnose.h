@@ -21,6 +21,7 @@
 #include "ttft/core.h"
 #include "ttft/dataset.h"
 #include "ttft/metrics.h"
+#include "ttft/model.h"
 #include "ttft/spans.h"
 #include "ttft/stats.h"
 #include "ttft/window_stats.h"
@@ -67,6 +68,9 @@ struct DiagnoseOptions {
   std::string gpu;
   std::string dtype;
   int tp = 0;
+  // The cost model's parameters for the magnitude check (a calibration profile's,
+  // ttft/calibration.h; default: the calibrated defaults).
+  CostParams cost;
   // Fewer ok requests than this in either window: verdict insufficient_data.
   int64_t min_ok_requests = 100;
   // Verdict: the lower bound of the 95% bootstrap CI of the p99 TTFT ratio must

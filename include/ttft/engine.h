@@ -61,6 +61,11 @@ struct EngineConfig {
   int64_t max_model_len = 8192;
   bool enable_chunked_prefill = true;
   bool enable_prefix_caching = true;
+  // vLLM's async scheduling (AsyncScheduler; on by default from about v0.12, vllm#27614):
+  // step N+1 is scheduled while step N runs, so a request arriving during a step waits
+  // one more step. Off by default here (the scenarios' baselines); validate and
+  // calibrate turn it on for the v0.15.1 measurements.
+  bool async_scheduling = false;
   int64_t long_prefill_token_threshold = 0;  // 0 = off
   std::string deploy = "v1";                 // engine-config version label
 

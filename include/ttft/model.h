@@ -8,8 +8,9 @@
 //
 //   t = step_overhead_s + n_layers * layer_overhead_s + seqs * seq_overhead_s
 //       + n_allreduce * (allreduce_latency_s + message_bytes * 2 (tp-1)/tp / allreduce_bus_bw)
+//       + [a prefill chunk in the step] n_layers * prefill_layer_overhead_s
 //       + max(flops / (tp * peak_flops * mfu(tokens)),
-//             (weight_bytes + kv_bytes) / (hbm_bw * decode_mbu))
+//             weight_bytes / (hbm_bw * decode_mbu) + kv_bytes / (hbm_bw * kv_mbu))
 //   mfu(n) = prefill_mfu * n / (n + prefill_n_half_tokens)
 //
 // where flops counts the linear layers (2 * active params per token), the causal
@@ -113,16 +114,30 @@ Result<HardwareConfig> MakeHardwareConfig(std::string_view model, std::string_vi
 // Efficiencies and fixed overheads. The defaults are the calibrated values
 // (docs/calibration.md gives each value's source and fit; docs/cost-model.md the model).
 struct CostParams {
-  double prefill_mfu = 0.62;           // plateau of mfu(n): large GEMMs, fraction of dense peak
-  double prefill_n_half_tokens = 80;   // tokens in a step at which mfu(n) is half the plateau
-  double decode_mbu = 0.69;            // fraction of peak HBM bandwidth (weights, KV reads)
-  double step_overhead_s = 0.3e-3;     // scheduler + launch per engine step
-  double layer_overhead_s = 0.0;       // per layer per step
+  double prefill_mfu = 0.62;          // plateau of mfu(n): large GEMMs, fraction of dense peak
+  double prefill_n_half_tokens = 80;  // tokens in a step at which mfu(n) is half the plateau
+  double decode_mbu = 0.69;           // weight streaming: fraction of peak HBM bandwidth
+  double kv_mbu = 0.69;               // attention's KV-cache reads: fraction of peak HBM bw
+  double step_overhead_s = 0.3e-3;    // scheduler + launch per engine step
+  double layer_overhead_s = 0.0;      // per layer per step
+  // Per layer, on a step that carries a prefill chunk (a sequence computing more than
+  // one token): such a mixed batch does not replay the full-step CUDA graph that pure
+  // decode batches use (vLLM V1's FULL_AND_PIECEWISE mode), attention runs between
+  // graph pieces.
+  double prefill_layer_overhead_s = 0.0;
   double seq_overhead_s = 12e-6;       // per sequence per step: input prep, sampling, output
   double allreduce_latency_s = 12e-6;  // per all-reduce call when tp > 1 (2 per layer)
   double allreduce_bus_gbps = 320;     // NCCL ring bus bandwidth, GB/s (1e9 bytes)
-  double front_end_s = 0.026;          // per request: HTTP, tokenisation, IPC, streaming
-  double slowdown = 1.0;               // multiplies the whole step (a throttled GPU)
+  double front_end_s = 0.026;          // per request: HTTP, IPC, first-token streaming
+  // Per prompt token, on top of front_end_s: the API server's tokenisation.
+  double front_end_s_per_prompt_token = 0.0;
+  double slowdown = 1.0;  // multiplies the whole step (a throttled GPU)
+
+  // The front end's time for one request (client send to engine queue, plus the
+  // first token's way back): front_end_s + prompt_tokens * front_end_s_per_prompt_token.
+  double FrontEndTime(int64_t prompt_tokens) const {
+    return front_end_s + static_cast<double>(prompt_tokens) * front_end_s_per_prompt_token;
+  }
 };
 
 // What one engine step computes. Built by the engine's scheduler.
@@ -132,6 +147,7 @@ struct StepShape {
   int64_t kv_tokens_read = 0;  // sum over sequences of context attended to
   int64_t logit_seqs = 0;      // sequences that sample a token this step
   int64_t seqs = 0;            // sequences in the batch
+  int64_t prefill_seqs = 0;    // sequences computing more than one token (prefill chunks)
 };
 
 class CostModel {
@@ -174,7 +190,8 @@ class CostModel {
   double expert_bytes_per_gpu_;        // one expert in every layer (MoE only)
   double kv_bytes_per_token_per_gpu_;
   double peak_rate_;              // FLOP/s across the TP group at 100%
-  double bw_rate_;                // bytes/s per GPU, at decode_mbu
+  double bw_rate_;                // bytes/s per GPU, at decode_mbu (weights)
+  double kv_weight_ratio_;        // decode_mbu / kv_mbu: a KV byte's cost in weight bytes
   double allreduce_s_per_token_;  // bandwidth part of one step's all-reduces, per token
   double fixed_s_;
 };

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ttft/calibration.h"
 #include "ttft/core.h"
 #include "ttft/fleet.h"
 
@@ -30,6 +31,12 @@ namespace ttft {
 
 // Reads and validates a scenario file. Relative trace paths resolve against the
 // scenario file's folder.
+// Sets the cost parameters `profile` sets (ttft/calibration.h) on every replica, on
+// deploy_config's engines and on added replicas, over what the scenario says
+// (`--calibration FILE`). In a scenario file the engine key `calibration: FILE`
+// (relative to the scenario's folder) does the same, and cost.* keys beside it win.
+void ApplyCalibration(Scenario& sc, const CalibrationProfile& profile);
+
 Result<Scenario> LoadScenario(const std::string& path);
 
 // Parses scenario text; `source_name` is used in messages and `base_dir` resolves

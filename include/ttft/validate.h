@@ -76,26 +76,62 @@ struct MeasurementRow {
   double gpu_mem_util = 0.9;
   int64_t gpu_kv_cache_tokens = 0;  // 0: unknown (derived from memory)
   int kv_block_size = 16;
+  // vLLM's async scheduling (EngineConfig::async_scheduling): column async_scheduling,
+  // else on, v0.15.1's default (vllm#27614).
+  bool async_scheduling = true;
   SharedPrefixSpec workload;  // groups, prompts, lengths; stages filled per run
   double rate_rps = 0;
   double duration_s = 0;
   int64_t n_failed = 0;
   StageMetrics measured;
+  // Engine settings the table left empty, each filled with vLLM's default and named
+  // here for the output, e.g. "max_num_seqs=1024 (vLLM default: ...)".
+  std::vector<std::string> defaults_used;
+  // Non-empty: the row cannot be simulated ("file:line: column: what"); it is reported
+  // as skipped and the rest of the table goes on.
+  std::string skip_reason;
 };
 
+// vLLM's engine defaults (v0.15.1, V1 engine, `vllm serve`), for the settings a table
+// leaves empty. Source: vllm/engine/arg_utils.py (EngineArgs.get_batch_defaults and
+// _set_default_max_num_seqs_and_batched_tokens_args; config/cache.py, config/model.py):
+//   max_model_len          the model's max_position_embeddings
+//   max_num_batched_tokens 8192 on a GPU of >= 70 GiB that is not an A100, else 2048
+//                          (OPENAI_API_SERVER); without chunked prefill at least
+//                          max_model_len; at most max_num_seqs * max_model_len
+//   max_num_seqs           1024 on such a GPU, else 256; at most max_num_batched_tokens
+//   gpu_memory_utilization 0.9; block size 16; tensor_parallel_size 1;
+//   prefix caching and chunked prefill on (V1, decoder-only models); dtype "auto"
+//   (the checkpoint's 16-bit dtype).
+// Fills the empty settings of `row` (`empty` names them) and records each in
+// row.defaults_used; sets row.skip_reason when the model or GPU is unknown.
+void ApplyVllmDefaults(MeasurementRow& row, const std::vector<std::string>& empty);
+
 // Reads a measurement CSV (RFC 4180 quoting). Columns are found by header name; the
-// configuration columns and ttft_mean_ms .. decode_ms_per_token are required,
-// out_tok_s, n_failed, gpu_kv_cache_tokens and kv_block_size optional. Errors name
-// "file:line: column: what".
+// run, workload and ttft_mean_ms .. decode_ms_per_token columns are required; the
+// engine settings (tp, dtype, max_model_len, max_num_batched_tokens, max_num_seqs,
+// prefix_caching, chunked_prefill, gpu_mem_util, kv_block_size) may be absent or empty
+// and then take vLLM's defaults (ApplyVllmDefaults); out_tok_s, n_failed and
+// gpu_kv_cache_tokens are optional. A file-level problem (CSV syntax, a missing
+// required column, no rows) is an error; a row whose cells are invalid is returned
+// with skip_reason set. Messages name "file:line: column: what".
 Result<std::vector<MeasurementRow>> ReadMeasurements(const std::string& path);
 Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
                                                       const std::string& name);
 
+// The cost model fitted jointly on both vLLM v0.15.1 H100 tables of
+// ../shared/data/vllm-h100 (Llama-2-70B TP4 and Llama-2-7B TP1), simulated with async
+// scheduling as that vLLM runs (`ttft calibrate calibration.csv calibration-7b.csv`;
+// docs/calibration.md gives the fit and its errors). It differs from CostParams{}, the
+// fleet's defaults, which were fitted without async scheduling (its missing step sits
+// in their 26 ms front end).
+CostParams VllmH100Calibration();
+
 struct ValidateOptions {
-  CostParams cost;                // the cost model to validate
-  uint64_t seed = 1;              // prompts and arrivals (inference-perf's were unseeded)
-  double client_timeout_s = 300;  // aiohttp's default total timeout (README 6.5)
-  double stage_pause_s = 1.0;     // inference-perf's interval between stages
+  CostParams cost = VllmH100Calibration();  // the cost model to validate
+  uint64_t seed = 1;                        // prompts and arrivals (inference-perf's were unseeded)
+  double client_timeout_s = 300;            // aiohttp's default total timeout (README 6.5)
+  double stage_pause_s = 1.0;               // inference-perf's interval between stages
   // Runs per row, seeds seed .. seed + repeats - 1; the simulated metrics are their
   // means. The measurement is one realisation of random prompts and arrivals, and a
   // tail near a limit (max_num_seqs) moves a lot between realisations.
@@ -103,6 +139,7 @@ struct ValidateOptions {
 };
 
 struct StageResult {
+  std::string source;  // the row's "file:line"
   std::string experiment;
   int stage = 0;
   double rate_rps = 0;
@@ -115,11 +152,21 @@ struct StageResult {
   // last thirds of the stage's sends.
   double sim_ttft_first_third_s = 0, sim_ttft_last_third_s = 0;
   double sim_waiting_first_third = 0, sim_waiting_last_third = 0;
-  double sim_prefix_hit_rate = 0;  // cached / prompt tokens over the stage
+  double sim_prefix_hit_rate = 0;          // cached / prompt tokens over the stage
+  std::vector<std::string> defaults_used;  // the row's, see MeasurementRow
+};
+
+// A row that was not simulated, and why.
+struct SkippedRow {
+  std::string source;  // "file:line"
+  std::string experiment;
+  int stage = 0;
+  std::string reason;
 };
 
 struct ValidationReport {
   std::vector<StageResult> rows;
+  std::vector<SkippedRow> skipped;
   // Mean absolute percentage error (fraction) over the rows not measured overloaded.
   StageMetrics mape;
   int mape_rows = 0;
@@ -127,7 +174,9 @@ struct ValidationReport {
 };
 
 // Simulates every run of `rows` (rows sharing `experiment` are one run's stages, run
-// in stage order on one replica) and compares.
+// in stage order on one replica) and compares. Rows with a skip_reason, and the rows
+// of a run that cannot be simulated (unknown model, an engine configuration vLLM
+// would reject), go to `skipped` with the reason; the other runs go on.
 Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
                                        const ValidateOptions& options);
 

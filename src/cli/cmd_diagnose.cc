@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "ttft/calibration.h"
 #include "ttft/dataset.h"
 #include "ttft/diagnose.h"
 #include "ttft/report.h"
@@ -17,7 +18,7 @@ Runner RegisterDiagnose(CLI::App& app) {
   struct Opts {
     std::vector<std::string> inputs, baseline, incident;
     std::string change_at, events, prometheus, selector, format = "text", out, model, gpu, dtype;
-    std::string baseline_window, incident_window;
+    std::string baseline_window, incident_window, calibration;
     double window_s = 0;
     int tp = 0;
     int64_t min_requests = 100;
@@ -47,6 +48,8 @@ Runner RegisterDiagnose(CLI::App& app) {
   app.add_option("--gpu", o->gpu, "GPU preset for the cost model (default h100-sxm)");
   app.add_option("--dtype", o->dtype, "fp8 or bf16 (default fp8)");
   app.add_option("--tp", o->tp, "Tensor-parallel degree (default 2)");
+  app.add_option("--calibration", o->calibration,
+                 "Calibration profile (ttft calibrate) for the magnitude check's cost model");
   app.add_option("--min-requests", o->min_requests, "Ok requests a window needs for a p99")
       ->capture_default_str();
   AddReaderFlags(app, o->reader);
@@ -56,6 +59,10 @@ Runner RegisterDiagnose(CLI::App& app) {
     options.gpu = o->gpu;
     options.dtype = o->dtype;
     options.tp = o->tp;
+    if (!o->calibration.empty()) {
+      TTFT_ASSIGN_OR_RETURN(CalibrationProfile prof, ReadCalibrationProfile(o->calibration));
+      options.cost = prof.cost;
+    }
     options.min_ok_requests = o->min_requests;
     const bool split = !o->baseline.empty() || !o->incident.empty();
     if (split && (o->baseline.empty() || o->incident.empty())) {

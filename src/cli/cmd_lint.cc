@@ -47,7 +47,7 @@ struct LintOpts {
   int64_t cache_blocks = -1;
   double min_hit_rate = -1;
   // Diff mode (the what-if).
-  std::string diff, diff_corpus, scenario, scenario_template, tenant;
+  std::string diff, diff_corpus, scenario, scenario_template, tenant, calibration;
   std::vector<std::string> keep_segments;
   int seeds = 5;
   int threads = 0;
@@ -140,6 +140,10 @@ Status RunDiff(const LintOpts& o, const CLI::App& app) {
       TTFT_ASSIGN_OR_RETURN(lints[i], LintTemplate(tmpl, src, vars, tok, lopt));
     }
     TTFT_ASSIGN_OR_RETURN(Scenario sc, LoadScenarioArg(o.scenario));
+    if (!o.calibration.empty()) {
+      TTFT_ASSIGN_OR_RETURN(CalibrationProfile prof, ReadCalibrationProfile(o.calibration));
+      ApplyCalibration(sc, prof);
+    }
     WhatIfOptions w;
     w.template_name = o.scenario_template;
     if (w.template_name.empty()) {
@@ -201,6 +205,9 @@ Runner RegisterLint(CLI::App& app) {
                  "Diff mode: the new corpus to compare --corpus with (hit rate)");
   app.add_option("--scenario", o->scenario,
                  "Diff mode: the scenario (file or built-in name) to simulate both versions on");
+  app.add_option("--calibration", o->calibration,
+                 "Diff mode: a calibration profile (ttft calibrate) applied to the scenario's "
+                 "replicas");
   app.add_option("--scenario-template", o->scenario_template,
                  "Diff mode: the scenario's template that TEMPLATE is (default: its only one)");
   app.add_option("--tenant", o->tenant,
@@ -226,7 +233,7 @@ Runner RegisterLint(CLI::App& app) {
     if (!o->diff.empty() || !o->diff_corpus.empty()) return RunDiff(*o, *sub);
     for (const char* f :
          {"--scenario", "--scenario-template", "--tenant", "--seeds", "--keep-segments",
-          "--max-p99-increase", "--max-hit-rate-drop", "--threads"}) {
+          "--max-p99-increase", "--max-hit-rate-drop", "--threads", "--calibration"}) {
       if (sub->count(f) > 0) {
         return Status::Invalid(fmt::format(
             "{} is for diff mode (TEMPLATE --diff NEW, or --corpus OLD --diff-corpus NEW)", f));

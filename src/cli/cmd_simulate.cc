@@ -25,7 +25,7 @@ Result<Scenario> LoadScenarioArg(const std::string& arg) {
 
 Runner RegisterSimulate(CLI::App& app) {
   struct Opts {
-    std::string scenario, out, format = "text";
+    std::string scenario, out, format = "text", calibration;
     int64_t seed = -1;
     double duration_s = 0;
     bool quiet = false;
@@ -42,8 +42,15 @@ Runner RegisterSimulate(CLI::App& app) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   app.add_flag("--quiet", o->quiet, "No progress on standard error");
+  app.add_option("--calibration", o->calibration,
+                 "Calibration profile (ttft calibrate): its cost parameters replace the "
+                 "scenario's on every replica");
   return [o]() -> Status {
     TTFT_ASSIGN_OR_RETURN(Scenario sc, LoadScenarioArg(o->scenario));
+    if (!o->calibration.empty()) {
+      TTFT_ASSIGN_OR_RETURN(CalibrationProfile prof, ReadCalibrationProfile(o->calibration));
+      ApplyCalibration(sc, prof);
+    }
     if (o->seed >= 0) sc.workload.seed = static_cast<uint64_t>(o->seed);
     if (o->duration_s != 0) {  // given: NaN and inf are the scenario check's errors
       sc.duration_s = o->duration_s;

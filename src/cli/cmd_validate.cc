@@ -6,13 +6,14 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "ttft/calibration.h"
 #include "ttft/validate.h"
 
 namespace ttft::cli {
 
 Runner RegisterValidate(CLI::App& app) {
   struct Opts {
-    std::string path, format = "text";
+    std::string path, format = "text", calibration;
     uint64_t seed = 1;
     double timeout_s = 300;
     int seeds = ValidateOptions{}.repeats;
@@ -30,15 +31,26 @@ Runner RegisterValidate(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--client-timeout", o->timeout_s, "Client timeout of the load tool, s")
       ->capture_default_str();
+  app.add_option("--calibration", o->calibration,
+                 "Calibration profile (ttft calibrate) to validate instead of the defaults");
   return [o]() -> Status {
     TTFT_ASSIGN_OR_RETURN(auto rows, ReadMeasurements(o->path));
     ValidateOptions opt;
+    if (!o->calibration.empty()) {
+      TTFT_ASSIGN_OR_RETURN(CalibrationProfile prof, ReadCalibrationProfile(o->calibration));
+      for (const std::string& k : prof.set) {  // unset keys keep VllmH100Calibration()'s
+        const CostParamField* f = FindCostParamField(k);
+        opt.cost.*(f->field) = prof.cost.*(f->field);
+      }
+    }
     opt.seed = o->seed;
     opt.client_timeout_s = o->timeout_s;
     opt.repeats = o->seeds;
     TTFT_ASSIGN_OR_RETURN(ValidationReport rep, RunValidation(rows, opt));
     if (o->format == "json") {
-      std::cout << ValidationJson(rep).dump(2) << "\n";
+      // Cells quoted in skip reasons may be invalid UTF-8: replaced, not thrown on.
+      std::cout << ValidationJson(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
     } else {
       std::cout << ValidationText(rep);
     }

@@ -23,6 +23,7 @@ Runner RegisterCost(CLI::App& app);
 Runner RegisterStats(CLI::App& app);
 Runner RegisterDiagnose(CLI::App& app);
 Runner RegisterValidate(CLI::App& app);
+Runner RegisterCalibrate(CLI::App& app);
 Runner RegisterTokenize(CLI::App& app);
 Runner RegisterRules(CLI::App& app);
 Runner RegisterLint(CLI::App& app);

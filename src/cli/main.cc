@@ -55,7 +55,12 @@ std::string Footer(const std::string& name) {
        "  ttft diagnose spans.jsonl --change-at 2026-10-02T17:00:00Z --format markdown\n"
        "  ttft diagnose --baseline before.jsonl --incident after.jsonl --format html > r.html\n"
        "  ttft diagnose metrics/*.prom --change-at 300\n"},
-      {"validate", "  ttft validate ../shared/data/vllm-h100/calibration.csv --format json\n"},
+      {"validate",
+       "  ttft validate ../shared/data/vllm-h100/calibration.csv --format json\n"
+       "  ttft validate ../shared/data/vllm-h100/calibration-7b.csv --calibration 7b.yaml\n"},
+      {"calibrate",
+       "  ttft calibrate ../shared/data/vllm-h100/calibration-7b.csv --out 7b.yaml\n"
+       "  ttft calibrate run1.json run2.json --gpu h100-sxm --tp 2 --out mine.yaml\n"},
       {"gate",
        "  ttft gate --baseline base.jsonl --canary canary.jsonl\n"
        "  ttft gate spans.jsonl --baseline-selector deploy=v1 --canary-selector deploy=v2 "
@@ -148,6 +153,8 @@ int Main(int argc, char** argv) {
       ttft::cli::RegisterDiagnose);
   add("validate", "Measured vs simulated TTFT/E2E/decode for a table of real vLLM runs",
       ttft::cli::RegisterValidate);
+  add("calibrate", "Fit the cost model to your own vLLM runs; write a calibration profile",
+      ttft::cli::RegisterCalibrate);
   std::map<CLI::App*, ttft::cli::VerdictRunner> verdict_runners;
   {
     CLI::App* sub = app.add_subcommand(

@@ -236,7 +236,7 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
     notes.push_back("magnitude not estimated: " + hw.status().message());
     return m;
   }
-  const CostModel cm(*hw, CostParams{});
+  const CostModel cm(*hw, o.cost);
   m.cost_model = fmt::format("{} {} tp{} {}", hw->model.name, ToString(hw->weight_dtype), hw->tp,
                              hw->gpu.name);
   const std::string priced = m.cost_model;  // the sentence names the unknown model itself

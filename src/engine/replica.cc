@@ -78,11 +78,14 @@ Status EngineConfig::Validate() const {
     return Status::Invalid("long_prefill_token_threshold: must be >= 0");
   }
   const CostParams& c = cost;
-  if (!(c.prefill_mfu > 0 && c.prefill_mfu <= 1) || !(c.decode_mbu > 0 && c.decode_mbu <= 1)) {
-    return Status::Invalid("cost: prefill_mfu and decode_mbu must be in (0, 1]");
+  if (!(c.prefill_mfu > 0 && c.prefill_mfu <= 1) || !(c.decode_mbu > 0 && c.decode_mbu <= 1) ||
+      !(c.kv_mbu > 0 && c.kv_mbu <= 1)) {
+    return Status::Invalid("cost: prefill_mfu, decode_mbu and kv_mbu must be in (0, 1]");
   }
   if (!(c.step_overhead_s >= 0) || !(c.layer_overhead_s >= 0) || !(c.seq_overhead_s >= 0) ||
-      !(c.allreduce_latency_s >= 0) || !(c.front_end_s >= 0) || !(c.slowdown > 0)) {
+      !(c.allreduce_latency_s >= 0) || !(c.front_end_s >= 0) || !(c.slowdown > 0) ||
+      !(c.prefill_layer_overhead_s >= 0) || !std::isfinite(c.prefill_layer_overhead_s) ||
+      !(c.front_end_s_per_prompt_token >= 0) || !std::isfinite(c.front_end_s_per_prompt_token)) {
     return Status::Invalid("cost: overheads must be >= 0 and slowdown > 0");
   }
   if (!(c.prefill_n_half_tokens >= 0) || !std::isfinite(c.prefill_n_half_tokens)) {
@@ -337,6 +340,9 @@ struct Replica::Seq {
   double itl_max_s = 0;
   int32_t preemptions = 0;
   bool abort_requested = false;  // the client disconnected; ends after the current step
+  // Async scheduling: arrived while a step was in flight, so the next step was already
+  // scheduled without it; it may join the step after (cleared at the next schedule).
+  bool held = false;
 };
 
 Replica::Replica(const EngineConfig& config, int64_t num_blocks)
@@ -442,6 +448,9 @@ void Replica::Enqueue(std::unique_ptr<Request> request, double now, const Finish
     s->target = config_.max_model_len - s->req->prompt_tokens;
     s->capped = true;
   }
+  // vLLM's AsyncScheduler schedules step N+1 while step N runs: a request that arrives
+  // during a step misses the step already scheduled. An idle engine takes it at once.
+  s->held = config_.async_scheduling && step_planned_;
   waiting_.push_back(s);
 }
 
@@ -710,6 +719,7 @@ double Replica::PlanSingleStep(double now) {
     while (!waiting_.empty() && budget > 0) {
       if (static_cast<int64_t>(running_.size()) >= config_.max_num_seqs) break;
       Seq* s = waiting_.front();
+      if (s->held && !scheduled_.empty()) break;  // FCFS: those behind arrived later
       int64_t hit_tokens = 0;
       hit_scratch_.clear();
       if (s->num_computed == 0) hit_tokens = LookupPrefix(*s, hit_scratch_);
@@ -734,6 +744,7 @@ double Replica::PlanSingleStep(double now) {
     }
   }
   hit_scratch_.clear();
+  for (Seq* s : waiting_) s->held = false;  // missed one schedule: eligible from the next
 
   if (scheduled_.empty()) return -1;
   StepShape shape;

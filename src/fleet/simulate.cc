@@ -563,8 +563,9 @@ Result<SimulationResult> Simulation::Run() {
             timed_requests_[req->seq] = kInFrontEnd;
             Push(now + req->client_timeout_s, EvType::kTimeout, 0, static_cast<uint64_t>(req->seq));
           }
+          const double front_end_s = s.spec.engine.cost.FrontEndTime(req->prompt_tokens);
           in_front_end_[key] = std::move(req);
-          Push(now + s.spec.engine.cost.front_end_s, EvType::kEnqueue, idx, key);
+          Push(now + front_end_s, EvType::kEnqueue, idx, key);
         }
         TTFT_ASSIGN_OR_RETURN(bool more, PullArrival());
         (void)more;

@@ -22,6 +22,8 @@ CostModel::CostModel(HardwareConfig hw, CostParams params) : hw_(std::move(hw)),
   peak_rate_ = hw_.tp * hw_.PeakFlopsPerGpu();
   const double bw = hw_.gpu.hbm_tbs * 1e12;
   bw_rate_ = bw * params_.decode_mbu;
+  // KV bytes priced in weight-stream bytes: kv_mbu reads them at its own efficiency.
+  kv_weight_ratio_ = params_.decode_mbu / params_.kv_mbu;
   const double n_allreduce = hw_.tp > 1 ? 2.0 * m.num_layers : 0.0;
   // Ring all-reduce: each GPU sends and receives 2 (tp - 1) / tp of the message; the
   // activations are 16-bit whatever the weights' dtype.
@@ -40,6 +42,7 @@ void CostModel::AddSequence(StepShape& shape, int64_t context_tokens, int64_t ne
   shape.kv_tokens_read += context_tokens + new_tokens;
   shape.logit_seqs += samples ? 1 : 0;
   shape.seqs += 1;
+  shape.prefill_seqs += new_tokens > 1 ? 1 : 0;
 }
 
 double CostModel::StepFlops(const StepShape& s) const {
@@ -74,12 +77,15 @@ double CostModel::AllReduceTime(int64_t tokens) const {
 double CostModel::StepTime(const StepShape& s) const {
   const double flops = StepFlops(s);
   const double compute_s = flops > 0 ? flops / (peak_rate_ * Mfu(s.tokens)) : 0.0;
-  const double memory_s = (WeightBytesPerGpu(s.tokens) +
-                           kv_bytes_per_token_per_gpu_ * static_cast<double>(s.kv_tokens_read)) /
-                          bw_rate_;
+  const double memory_s =
+      (WeightBytesPerGpu(s.tokens) +
+       kv_weight_ratio_ * kv_bytes_per_token_per_gpu_ * static_cast<double>(s.kv_tokens_read)) /
+      bw_rate_;
   const double comm_s = allreduce_s_per_token_ * static_cast<double>(s.tokens);
   const double seqs_s = params_.seq_overhead_s * static_cast<double>(s.seqs);
-  return (fixed_s_ + seqs_s + comm_s + std::max(compute_s, memory_s)) * params_.slowdown;
+  const double mixed_s =
+      s.prefill_seqs > 0 ? hw_.model.num_layers * params_.prefill_layer_overhead_s : 0.0;
+  return (fixed_s_ + seqs_s + comm_s + mixed_s + std::max(compute_s, memory_s)) * params_.slowdown;
 }
 
 double CostModel::PrefillTime(int64_t uncached, int64_t cached) const {

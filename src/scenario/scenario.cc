@@ -19,6 +19,7 @@
 #include <sstream>
 #include <utility>
 
+#include "ttft/calibration.h"
 #include "ttft/model.h"
 
 namespace ttft {
@@ -89,13 +90,24 @@ const Keys kEngineKeys = {"model",
                           "max_model_len",
                           "enable_chunked_prefill",
                           "enable_prefix_caching",
+                          "async_scheduling",
                           "long_prefill_token_threshold",
                           "num_gpu_blocks",
                           "deploy",
+                          "calibration",
                           "cost"};
-const Keys kCostKeys = {"prefill_mfu",         "prefill_n_half_tokens", "decode_mbu",
-                        "step_overhead_s",     "layer_overhead_s",      "seq_overhead_s",
-                        "allreduce_latency_s", "allreduce_bus_gbps",    "front_end_s"};
+const Keys kCostKeys = {"prefill_mfu",
+                        "prefill_n_half_tokens",
+                        "decode_mbu",
+                        "kv_mbu",
+                        "step_overhead_s",
+                        "layer_overhead_s",
+                        "prefill_layer_overhead_s",
+                        "seq_overhead_s",
+                        "allreduce_latency_s",
+                        "allreduce_bus_gbps",
+                        "front_end_s",
+                        "front_end_s_per_prompt_token"};
 // deploy_config changes scheduler settings only: capacity and hardware need a new replica.
 const Keys kDeployConfigKeys = {"max_num_batched_tokens",
                                 "max_num_seqs",
@@ -869,13 +881,33 @@ Result<EngineConfig> Parser::BuildEngine(const EngineLayer& s, const YAML::Node&
   TTFT_RETURN_IF_ERROR(integer("max_model_len", cfg.max_model_len));
   TTFT_RETURN_IF_ERROR(boolean("enable_chunked_prefill", cfg.enable_chunked_prefill));
   TTFT_RETURN_IF_ERROR(boolean("enable_prefix_caching", cfg.enable_prefix_caching));
+  TTFT_RETURN_IF_ERROR(boolean("async_scheduling", cfg.async_scheduling));
   TTFT_RETURN_IF_ERROR(integer("long_prefill_token_threshold", cfg.long_prefill_token_threshold));
   if (const Setting* st = get("deploy")) {
     TTFT_ASSIGN_OR_RETURN(cfg.deploy, Name(st->node, st->path));
   }
+  // A calibration profile (ttft calibrate) first; cost.* keys set here override it.
+  if (const Setting* st = get("calibration")) {
+    TTFT_ASSIGN_OR_RETURN(std::string path, Str(st->node, st->path));
+    fs::path resolved(path);
+    if (resolved.is_relative() && !base_dir_.empty()) resolved = fs::path(base_dir_) / resolved;
+    auto prof = ReadCalibrationProfile(resolved.string());
+    if (!prof.ok()) return Err(st->node, st->path, prof.status().message());
+    for (const std::string& k : prof->set) {
+      const CostParamField* f = FindCostParamField(k);
+      cfg.cost.*(f->field) = prof->cost.*(f->field);
+    }
+    if (prof->async_scheduling.has_value() && !get("async_scheduling")) {
+      cfg.async_scheduling = *prof->async_scheduling;  // an explicit key wins
+    }
+  }
   TTFT_RETURN_IF_ERROR(number("cost.prefill_mfu", cfg.cost.prefill_mfu));
   TTFT_RETURN_IF_ERROR(number("cost.prefill_n_half_tokens", cfg.cost.prefill_n_half_tokens));
   TTFT_RETURN_IF_ERROR(number("cost.decode_mbu", cfg.cost.decode_mbu));
+  TTFT_RETURN_IF_ERROR(number("cost.kv_mbu", cfg.cost.kv_mbu));
+  TTFT_RETURN_IF_ERROR(number("cost.prefill_layer_overhead_s", cfg.cost.prefill_layer_overhead_s));
+  TTFT_RETURN_IF_ERROR(
+      number("cost.front_end_s_per_prompt_token", cfg.cost.front_end_s_per_prompt_token));
   TTFT_RETURN_IF_ERROR(number("cost.step_overhead_s", cfg.cost.step_overhead_s));
   TTFT_RETURN_IF_ERROR(number("cost.layer_overhead_s", cfg.cost.layer_overhead_s));
   TTFT_RETURN_IF_ERROR(number("cost.seq_overhead_s", cfg.cost.seq_overhead_s));
@@ -1291,6 +1323,21 @@ bool TooDeep(std::string_view text) {
 }
 
 }  // namespace
+
+void ApplyCalibration(Scenario& sc, const CalibrationProfile& profile) {
+  auto apply = [&](EngineConfig& e) {
+    for (const std::string& k : profile.set) {
+      const CostParamField* f = FindCostParamField(k);
+      e.cost.*(f->field) = profile.cost.*(f->field);
+    }
+    if (profile.async_scheduling.has_value()) e.async_scheduling = *profile.async_scheduling;
+  };
+  for (ReplicaSpec& r : sc.replicas) apply(r.engine);
+  for (FleetEvent& ev : sc.events) {
+    if (ev.engine_set) apply(ev.engine);
+    if (ev.kind == EventKind::kAddReplica) apply(ev.new_replica.engine);
+  }
+}
 
 Result<Scenario> ParseScenario(std::string_view yaml_text, const std::string& source_name,
                                const std::string& base_dir) {

@@ -18,6 +18,7 @@
 
 #include "ttft/csv.h"
 #include "ttft/engine.h"
+#include "ttft/format.h"
 #include "ttft/stats.h"
 #include "ttft/validate.h"
 
@@ -78,6 +79,81 @@ const char* const kMetricNames[] = {
 
 }  // namespace
 
+CostParams VllmH100Calibration() {
+  // `ttft calibrate calibration.csv calibration-7b.csv --max-evaluations 320` (3
+  // significant digits); docs/calibration.md.
+  CostParams c;
+  c.decode_mbu = 0.743;
+  c.kv_mbu = 0.917;
+  c.seq_overhead_s = 3.9e-6;
+  c.front_end_s = 0.0047;
+  c.prefill_layer_overhead_s = 93e-6;
+  return c;
+}
+
+void ApplyVllmDefaults(MeasurementRow& m, const std::vector<std::string>& empty) {
+  auto is_empty = [&](const char* c) {
+    return std::find(empty.begin(), empty.end(), c) != empty.end();
+  };
+  auto note = [&](const std::string& what) { m.defaults_used.push_back(what); };
+  auto model = FindModel(m.model_hf_id);
+  if (!model.ok()) {
+    m.skip_reason = fmt::format("{}: model_hf_id: {}", m.source, model.status().message());
+    return;
+  }
+  auto gpu = FindGpu(m.gpu);
+  if (!gpu.ok()) {
+    m.skip_reason = fmt::format("{}: gpu: {}", m.source, gpu.status().message());
+    return;
+  }
+  if (is_empty("tp")) {
+    m.tp = 1;
+    note("tp=1 (vLLM default tensor_parallel_size)");
+  }
+  if (is_empty("dtype")) {
+    m.dtype = "bf16";
+    note("dtype=auto (vLLM default: the checkpoint's 16-bit dtype)");
+  }
+  if (is_empty("max_model_len")) {
+    m.max_model_len = model->max_position_embeddings;
+    note(fmt::format("max_model_len={} (vLLM default: the model's max_position_embeddings)",
+                     m.max_model_len));
+  }
+  if (is_empty("prefix_caching")) {
+    m.prefix_caching = true;
+    note("prefix_caching=true (vLLM V1 default)");
+  }
+  if (is_empty("chunked_prefill")) {
+    m.chunked_prefill = true;
+    note("chunked_prefill=true (vLLM V1 default)");
+  }
+  if (is_empty("gpu_mem_util")) {
+    m.gpu_mem_util = 0.9;
+    note("gpu_mem_util=0.9 (vLLM default gpu_memory_utilization)");
+  }
+  if (is_empty("kv_block_size")) {
+    m.kv_block_size = 16;
+    note("kv_block_size=16 (vLLM default block_size on CUDA)");
+  }
+  // EngineArgs.get_batch_defaults: large defaults on GPUs of at least 70 GiB other
+  // than the A100 (vLLM PR #17885), for the OpenAI-compatible server.
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const bool big = gpu->memory_gb * 1e9 >= 70 * kGiB && gpu->name.find("a100") == std::string::npos;
+  const std::string why = big ? "on a GPU of >= 70 GiB that is not an A100" : "on this GPU";
+  if (is_empty("max_num_batched_tokens")) {
+    int64_t v = big ? 8192 : 2048;
+    if (!m.chunked_prefill) v = std::max(v, m.max_model_len);
+    const int64_t seqs = is_empty("max_num_seqs") ? (big ? 1024 : 256) : m.max_num_seqs;
+    v = std::min(v, seqs * m.max_model_len);
+    m.max_num_batched_tokens = v;
+    note(fmt::format("max_num_batched_tokens={} (vLLM default for `vllm serve` {})", v, why));
+  }
+  if (is_empty("max_num_seqs")) {
+    m.max_num_seqs = std::min<int64_t>(big ? 1024 : 256, m.max_num_batched_tokens);
+    note(fmt::format("max_num_seqs={} (vLLM default for `vllm serve` {})", m.max_num_seqs, why));
+  }
+}
+
 Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
                                                       const std::string& name) {
   TTFT_ASSIGN_OR_RETURN(auto recs, SplitCsv(text, name));
@@ -86,31 +162,14 @@ Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
   const auto& header = recs[0].second;
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
-  const char* const required[] = {"experiment",
-                                  "stage",
-                                  "model_hf_id",
-                                  "tp",
-                                  "dtype",
-                                  "gpu",
-                                  "max_model_len",
-                                  "max_num_batched_tokens",
-                                  "max_num_seqs",
-                                  "prefix_caching",
-                                  "chunked_prefill",
-                                  "gpu_mem_util",
-                                  "num_groups",
-                                  "prompts_per_group",
-                                  "system_prompt_len",
-                                  "question_len",
-                                  "output_len",
-                                  "rate_rps",
-                                  "duration_s",
-                                  "ttft_mean_ms",
-                                  "ttft_p50_ms",
-                                  "ttft_p90_ms",
-                                  "ttft_p99_ms",
-                                  "e2e_mean_ms",
-                                  "e2e_p99_ms",
+  const char* const required[] = {"experiment",         "stage",
+                                  "model_hf_id",        "num_groups",
+                                  "prompts_per_group",  "system_prompt_len",
+                                  "question_len",       "output_len",
+                                  "rate_rps",           "duration_s",
+                                  "ttft_mean_ms",       "ttft_p50_ms",
+                                  "ttft_p90_ms",        "ttft_p99_ms",
+                                  "e2e_mean_ms",        "e2e_p99_ms",
                                   "decode_ms_per_token"};
   for (const char* c : required) {
     if (!col.count(c)) {
@@ -161,54 +220,94 @@ Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
     MeasurementRow m;
     m.source = fmt::format("{}:{}", name, line);
     m.experiment = cell("experiment");
-    if (m.experiment.empty()) return err("experiment", "empty");
-    TTFT_ASSIGN_OR_RETURN(int64_t stage, integer("stage", false, 0));
-    m.stage = static_cast<int>(stage);
-    m.model_hf_id = cell("model_hf_id");
-    TTFT_ASSIGN_OR_RETURN(int64_t tp, integer("tp", false, 1));
-    m.tp = static_cast<int>(tp);
-    m.dtype = cell("dtype");
-    m.gpu = cell("gpu");
-    TTFT_ASSIGN_OR_RETURN(m.max_model_len, integer("max_model_len", false, 0));
-    TTFT_ASSIGN_OR_RETURN(m.max_num_batched_tokens, integer("max_num_batched_tokens", false, 0));
-    TTFT_ASSIGN_OR_RETURN(m.max_num_seqs, integer("max_num_seqs", false, 0));
-    TTFT_ASSIGN_OR_RETURN(m.prefix_caching, boolean("prefix_caching"));
-    TTFT_ASSIGN_OR_RETURN(m.chunked_prefill, boolean("chunked_prefill"));
-    TTFT_ASSIGN_OR_RETURN(m.gpu_mem_util, num("gpu_mem_util", true, 0.9));
-    TTFT_ASSIGN_OR_RETURN(m.gpu_kv_cache_tokens, integer("gpu_kv_cache_tokens", true, 0));
-    TTFT_ASSIGN_OR_RETURN(int64_t bs, integer("kv_block_size", true, 16));
-    m.kv_block_size = static_cast<int>(bs);
-    TTFT_ASSIGN_OR_RETURN(int64_t g, integer("num_groups", false, 0));
-    TTFT_ASSIGN_OR_RETURN(int64_t p, integer("prompts_per_group", false, 0));
-    TTFT_ASSIGN_OR_RETURN(int64_t sys, integer("system_prompt_len", false, 0));
-    TTFT_ASSIGN_OR_RETURN(int64_t q, integer("question_len", false, 0));
-    TTFT_ASSIGN_OR_RETURN(int64_t out, integer("output_len", false, 0));
-    if (g < 1 || g > 100000) return err("num_groups", "must be in 1..100000");
-    if (p < 1 || p > 100000) return err("prompts_per_group", "must be in 1..100000");
-    if (sys < 0 || sys > 10'000'000) return err("system_prompt_len", "must be in 0..1e7");
-    if (q < 1 || q > 10'000'000) return err("question_len", "must be in 1..1e7");
-    if (out < 2 || out > 10'000'000) return err("output_len", "must be in 2..1e7");
-    m.workload.tenant = m.experiment;
-    m.workload.num_groups = static_cast<int>(g);
-    m.workload.num_prompts_per_group = static_cast<int>(p);
-    m.workload.system_prompt_len = static_cast<int>(sys);
-    m.workload.question_len = static_cast<int>(q);
-    m.workload.output_len = static_cast<int>(out);
-    TTFT_ASSIGN_OR_RETURN(m.rate_rps, num("rate_rps", false, 0));
-    TTFT_ASSIGN_OR_RETURN(m.duration_s, num("duration_s", false, 0));
-    if (!(m.rate_rps > 0)) return err("rate_rps", "must be > 0");
-    if (!(m.duration_s > 0)) return err("duration_s", "must be > 0");
-    if (m.rate_rps * m.duration_s > 1e7) return err("rate_rps", "rate x duration above 1e7");
-    TTFT_ASSIGN_OR_RETURN(m.n_failed, integer("n_failed", true, 0));
-    StageMetrics& s = m.measured;
-    TTFT_ASSIGN_OR_RETURN(s.ttft_mean_ms, num("ttft_mean_ms", false, 0));
-    TTFT_ASSIGN_OR_RETURN(s.ttft_p50_ms, num("ttft_p50_ms", false, 0));
-    TTFT_ASSIGN_OR_RETURN(s.ttft_p90_ms, num("ttft_p90_ms", false, 0));
-    TTFT_ASSIGN_OR_RETURN(s.ttft_p99_ms, num("ttft_p99_ms", false, 0));
-    TTFT_ASSIGN_OR_RETURN(s.e2e_mean_ms, num("e2e_mean_ms", false, 0));
-    TTFT_ASSIGN_OR_RETURN(s.e2e_p99_ms, num("e2e_p99_ms", false, 0));
-    TTFT_ASSIGN_OR_RETURN(s.decode_ms_per_token, num("decode_ms_per_token", false, 0));
-    TTFT_ASSIGN_OR_RETURN(s.out_tok_s, num("out_tok_s", true, std::nan("")));
+    std::vector<std::string> empty;  // engine settings left empty: vLLM's defaults
+    auto parse_row = [&]() -> Status {
+      if (m.experiment.empty()) return err("experiment", "empty");
+      TTFT_ASSIGN_OR_RETURN(int64_t stage, integer("stage", false, 0));
+      m.stage = static_cast<int>(stage);
+      m.model_hf_id = cell("model_hf_id");
+      if (m.model_hf_id.empty()) return err("model_hf_id", "empty, a model is required");
+      m.gpu = cell("gpu");
+      if (m.gpu.empty()) return err("gpu", "empty, a GPU type is required");
+      for (const char* c :
+           {"tp", "dtype", "max_model_len", "max_num_batched_tokens", "max_num_seqs",
+            "prefix_caching", "chunked_prefill", "gpu_mem_util", "kv_block_size"}) {
+        if (cell(c).empty()) empty.push_back(c);
+      }
+      auto is_empty = [&](const char* c) {
+        return std::find(empty.begin(), empty.end(), c) != empty.end();
+      };
+      if (!is_empty("tp")) {
+        TTFT_ASSIGN_OR_RETURN(int64_t tp, integer("tp", false, 1));
+        if (tp < 1 || tp > 64) return err("tp", "must be in 1..64");
+        m.tp = static_cast<int>(tp);
+      }
+      if (!is_empty("dtype")) m.dtype = cell("dtype");
+      if (!is_empty("max_model_len")) {
+        TTFT_ASSIGN_OR_RETURN(m.max_model_len, integer("max_model_len", false, 0));
+      }
+      if (!is_empty("max_num_batched_tokens")) {
+        TTFT_ASSIGN_OR_RETURN(m.max_num_batched_tokens,
+                              integer("max_num_batched_tokens", false, 0));
+      }
+      if (!is_empty("max_num_seqs")) {
+        TTFT_ASSIGN_OR_RETURN(m.max_num_seqs, integer("max_num_seqs", false, 0));
+      }
+      if (!is_empty("prefix_caching")) {
+        TTFT_ASSIGN_OR_RETURN(m.prefix_caching, boolean("prefix_caching"));
+      }
+      if (!is_empty("chunked_prefill")) {
+        TTFT_ASSIGN_OR_RETURN(m.chunked_prefill, boolean("chunked_prefill"));
+      }
+      if (!is_empty("gpu_mem_util")) {
+        TTFT_ASSIGN_OR_RETURN(m.gpu_mem_util, num("gpu_mem_util", false, 0.9));
+      }
+      TTFT_ASSIGN_OR_RETURN(m.gpu_kv_cache_tokens, integer("gpu_kv_cache_tokens", true, 0));
+      if (!cell("async_scheduling").empty()) {
+        TTFT_ASSIGN_OR_RETURN(m.async_scheduling, boolean("async_scheduling"));
+      }
+      if (!is_empty("kv_block_size")) {
+        TTFT_ASSIGN_OR_RETURN(int64_t bs, integer("kv_block_size", false, 16));
+        m.kv_block_size = static_cast<int>(bs);
+      }
+      TTFT_ASSIGN_OR_RETURN(int64_t g, integer("num_groups", false, 0));
+      TTFT_ASSIGN_OR_RETURN(int64_t p, integer("prompts_per_group", false, 0));
+      TTFT_ASSIGN_OR_RETURN(int64_t sys, integer("system_prompt_len", false, 0));
+      TTFT_ASSIGN_OR_RETURN(int64_t q, integer("question_len", false, 0));
+      TTFT_ASSIGN_OR_RETURN(int64_t out, integer("output_len", false, 0));
+      if (g < 1 || g > 100000) return err("num_groups", "must be in 1..100000");
+      if (p < 1 || p > 100000) return err("prompts_per_group", "must be in 1..100000");
+      if (sys < 0 || sys > 10'000'000) return err("system_prompt_len", "must be in 0..1e7");
+      if (q < 1 || q > 10'000'000) return err("question_len", "must be in 1..1e7");
+      if (out < 2 || out > 10'000'000) return err("output_len", "must be in 2..1e7");
+      m.workload.tenant = m.experiment;
+      m.workload.num_groups = static_cast<int>(g);
+      m.workload.num_prompts_per_group = static_cast<int>(p);
+      m.workload.system_prompt_len = static_cast<int>(sys);
+      m.workload.question_len = static_cast<int>(q);
+      m.workload.output_len = static_cast<int>(out);
+      TTFT_ASSIGN_OR_RETURN(m.rate_rps, num("rate_rps", false, 0));
+      TTFT_ASSIGN_OR_RETURN(m.duration_s, num("duration_s", false, 0));
+      if (!(m.rate_rps > 0)) return err("rate_rps", "must be > 0");
+      if (!(m.duration_s > 0)) return err("duration_s", "must be > 0");
+      if (m.rate_rps * m.duration_s > 1e7) return err("rate_rps", "rate x duration above 1e7");
+      TTFT_ASSIGN_OR_RETURN(m.n_failed, integer("n_failed", true, 0));
+      StageMetrics& s = m.measured;
+      TTFT_ASSIGN_OR_RETURN(s.ttft_mean_ms, num("ttft_mean_ms", false, 0));
+      TTFT_ASSIGN_OR_RETURN(s.ttft_p50_ms, num("ttft_p50_ms", false, 0));
+      TTFT_ASSIGN_OR_RETURN(s.ttft_p90_ms, num("ttft_p90_ms", false, 0));
+      TTFT_ASSIGN_OR_RETURN(s.ttft_p99_ms, num("ttft_p99_ms", false, 0));
+      TTFT_ASSIGN_OR_RETURN(s.e2e_mean_ms, num("e2e_mean_ms", false, 0));
+      TTFT_ASSIGN_OR_RETURN(s.e2e_p99_ms, num("e2e_p99_ms", false, 0));
+      TTFT_ASSIGN_OR_RETURN(s.decode_ms_per_token, num("decode_ms_per_token", false, 0));
+      TTFT_ASSIGN_OR_RETURN(s.out_tok_s, num("out_tok_s", true, std::nan("")));
+      return Status::Ok();
+    };
+    if (Status st = parse_row(); !st.ok()) {
+      m.skip_reason = st.message();
+    } else {
+      ApplyVllmDefaults(m, empty);
+    }
     rows.push_back(std::move(m));
   }
   if (rows.empty()) return Status::Invalid(fmt::format("{}: no data rows", name));
@@ -256,6 +355,7 @@ Result<std::vector<StageResult>> SimulateRun(const std::vector<MeasurementRow>& 
   ec.max_model_len = first.max_model_len;
   ec.enable_chunked_prefill = first.chunked_prefill;
   ec.enable_prefix_caching = first.prefix_caching;
+  ec.async_scheduling = first.async_scheduling;
   // vLLM's own log line gives the capacity when the table has it; otherwise memory.
   if (first.gpu_kv_cache_tokens > 0) ec.num_gpu_blocks = first.gpu_kv_cache_tokens / ec.block_size;
   TTFT_RETURN_IF_ERROR(ec.Validate().WithContext(first.source));
@@ -298,7 +398,8 @@ Result<std::vector<StageResult>> SimulateRun(const std::vector<MeasurementRow>& 
     size_t next = 0;  // next request to enqueue (after the front end)
     while (finished < n) {
       const double enq_t =
-          next < n ? sends[next] + opt.cost.front_end_s : std::numeric_limits<double>::infinity();
+          next < n ? sends[next] + opt.cost.FrontEndTime(prompts[next % prompts.size()].tokens)
+                   : std::numeric_limits<double>::infinity();
       if (step_end >= 0 && step_end <= enq_t) {
         now = step_end;
         replica.FinishStep(now, on_finish);
@@ -385,18 +486,30 @@ Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
   // Runs in order of first appearance.
   std::vector<std::string> order;
   std::map<std::string, std::vector<MeasurementRow>> runs;
+  ValidationReport rep;
   for (const auto& r : rows) {
+    if (!r.skip_reason.empty()) {
+      rep.skipped.push_back({r.source, r.experiment, r.stage, r.skip_reason});
+      continue;
+    }
     if (!runs.count(r.experiment)) order.push_back(r.experiment);
     runs[r.experiment].push_back(r);
   }
-  ValidationReport rep;
   rep.repeats = std::max(1, opt.repeats);
   const auto fields = MetricFields();
   std::vector<double> sum(fields.size(), 0);
   std::vector<int> cnt(fields.size(), 0);
   for (const auto& name : order) {
     const auto& stages = runs[name];
-    TTFT_ASSIGN_OR_RETURN(std::vector<StageResult> res, SimulateRun(stages, opt));
+    auto first_run = SimulateRun(stages, opt);
+    if (!first_run.ok()) {
+      // A configuration the simulator (or vLLM) rejects: the run's rows are skipped.
+      for (const auto& s : stages) {
+        rep.skipped.push_back({s.source, s.experiment, s.stage, first_run.status().message()});
+      }
+      continue;
+    }
+    std::vector<StageResult> res = std::move(*first_run);
     const int repeats = std::max(1, opt.repeats);
     for (int rep_i = 1; rep_i < repeats; ++rep_i) {
       ValidateOptions o = opt;
@@ -431,6 +544,8 @@ Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
         if (s.stage == r.stage) m = &s;
       }
       r.measured = m->measured;
+      r.source = m->source;
+      r.defaults_used = m->defaults_used;
       r.measured_overloaded = m->n_failed > 0 || m->measured.ttft_mean_ms > kOverloadTtftS * 1e3;
       for (size_t i = 0; i < fields.size(); ++i) {
         r.error.*fields[i] = Ape(r.simulated.*fields[i], r.measured.*fields[i]);
@@ -469,6 +584,7 @@ std::string ValidationText(const ValidationReport& rep) {
     line("measured", r.measured, false);
     line("simulated", r.simulated, false);
     line("abs err", r.error, true);
+    for (const std::string& d : r.defaults_used) out += "  engine setting left empty: " + d + "\n";
     out += fmt::format(
         "  simulated prefix-cache hit rate {:.1f}%; mean TTFT first/last third of sends "
         "{:.3f}/{:.3f} s; mean waiting {:.1f}/{:.1f}; {} of {} slower than the client "
@@ -486,6 +602,11 @@ std::string ValidationText(const ValidationReport& rep) {
     }
     out += "\n";
   }
+  for (const SkippedRow& k : rep.skipped) {
+    out += fmt::format("{} stage {}: SKIPPED, not simulated: {}\n", escape::Terminal(k.experiment),
+                       k.stage, escape::Terminal(k.reason));
+  }
+  if (!rep.skipped.empty()) out += "\n";
   out += fmt::format("MAPE over {} rows not measured overloaded (simulated: mean of {} seeds)\n",
                      rep.mape_rows, rep.repeats);
   out += head + "\n";
@@ -522,11 +643,21 @@ nlohmann::json ValidationJson(const ValidationReport& rep) {
                        {"ttft_first_third_s", r.sim_ttft_first_third_s},
                        {"ttft_last_third_s", r.sim_ttft_last_third_s},
                        {"waiting_first_third", r.sim_waiting_first_third},
-                       {"waiting_last_third", r.sim_waiting_last_third}}}};
+                       {"waiting_last_third", r.sim_waiting_last_third}}},
+                     {"source", r.source},
+                     {"engine_defaults_used", r.defaults_used}};
     if (r.measured_overloaded) overloaded.push_back(fmt::format("{}/{}", r.experiment, r.stage));
     rows.push_back(std::move(j));
   }
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const SkippedRow& k : rep.skipped) {
+    skipped.push_back({{"source", k.source},
+                       {"experiment", k.experiment},
+                       {"stage", k.stage},
+                       {"reason", k.reason}});
+  }
   return {{"rows", rows},
+          {"skipped", skipped},
           {"mape", obj(rep.mape)},
           {"seeds", rep.repeats},
           {"mape_rows", rep.mape_rows},

@@ -1,0 +1,309 @@
+// The fit of `ttft calibrate` (ttft/calibrate.h).
+#include "ttft/calibrate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "ttft/format.h"
+
+namespace ttft {
+namespace {
+
+constexpr double kFlatObjective = 0.005;  // 0.5 percentage points of summed MAPE
+constexpr double kProbe = 0.25;           // identifiability probe: +-25 %
+
+bool MeasuredOverloaded(const MeasurementRow& r) {
+  return r.n_failed > 0 || r.measured.ttft_mean_ms > 10e3;  // as RunValidation decides
+}
+
+// Sum over the three metrics of their mean absolute percentage error over the rows
+// not measured overloaded, each row's error capped at 100 %: a row the simulation
+// overloads (errors of thousands of percent) must not hide what a step does to the
+// others, and it still costs as much as a row can.
+double Objective(const ValidationReport& rep) {
+  double o = 0;
+  for (double StageMetrics::*f : {&StageMetrics::ttft_mean_ms, &StageMetrics::e2e_mean_ms,
+                                  &StageMetrics::decode_ms_per_token}) {
+    double sum = 0;
+    int n = 0;
+    for (const StageResult& r : rep.rows) {
+      const double e = r.error.*f;
+      if (r.measured_overloaded || !std::isfinite(e)) continue;
+      sum += std::min(e, 1.0);
+      ++n;
+    }
+    if (n > 0) o += sum / n;
+  }
+  return o;
+}
+
+// A parameter's step: multiplicative for a positive value, absolute from zero.
+struct Free {
+  const CostParamField* field;
+  double zero_step;  // the first step when the value is 0
+};
+
+double ZeroStep(const std::string& name) {
+  if (name == "prefill_layer_overhead_s" || name == "layer_overhead_s") return 20e-6;
+  if (name == "front_end_s_per_prompt_token") return 1e-6;
+  if (name == "seq_overhead_s" || name == "allreduce_latency_s") return 5e-6;
+  if (name == "step_overhead_s") return 0.1e-3;
+  if (name == "front_end_s") return 5e-3;
+  return 0.05;
+}
+
+class Fitter {
+ public:
+  Fitter(const std::vector<MeasurementRow>& rows, const CalibrateOptions& o, int* evals)
+      : rows_(rows), opt_(o), evals_(evals) {}
+
+  // The objective of `c` on the rows (a large value when the simulation fails).
+  double Eval(const CostParams& c, ValidationReport* out = nullptr) {
+    ++*evals_;
+    ValidateOptions vo;
+    vo.cost = c;
+    vo.seed = opt_.seed;
+    vo.repeats = 1;
+    auto rep = RunValidation(rows_, vo);
+    if (!rep.ok() || rep->mape_rows == 0) return 1e9;
+    if (out) *out = *rep;
+    return Objective(*rep);
+  }
+
+  // Coordinate search from `start` over `free`; at most `budget` evaluations.
+  CostParams Search(CostParams best, const std::vector<Free>& free, int budget, double* obj) {
+    double best_obj = Eval(best);
+    int used = 1;
+    double step = 0.2;  // relative
+    while (step >= 0.2 / 64 && used < budget) {
+      bool improved = false;
+      for (const Free& f : free) {
+        for (double dir : {+1.0, -1.0}) {
+          if (used >= budget) break;
+          CostParams c = best;
+          double& v = c.*(f.field->field);
+          const double base = v;
+          v = base > 0 ? base * (1 + dir * step) : std::max(0.0, dir * f.zero_step * step / 0.2);
+          v = std::clamp(v, f.field->min, f.field->max);
+          if (v == base) continue;
+          const double o = Eval(c);
+          ++used;
+          if (o < best_obj - 1e-6) {
+            best_obj = o;
+            best = c;
+            improved = true;
+            break;  // keep going in this direction next pass
+          }
+        }
+      }
+      if (!improved) step /= 2;
+    }
+    *obj = best_obj;
+    return best;
+  }
+
+ private:
+  const std::vector<MeasurementRow>& rows_;
+  const CalibrateOptions& opt_;
+  int* evals_;
+};
+
+std::string Pct(double v) { return std::isfinite(v) ? fmt::format("{:.1f}%", v * 100) : "n/a"; }
+
+}  // namespace
+
+Result<CalibrationResult> Calibrate(const std::vector<MeasurementRow>& all,
+                                    const CalibrateOptions& opt) {
+  CalibrationResult res;
+  std::vector<Free> free;
+  for (const std::string& n : opt.free) {
+    const CostParamField* f = FindCostParamField(n);
+    if (!f) return Status::Invalid(fmt::format("free parameter '{}': unknown", n));
+    free.push_back({f, ZeroStep(n)});
+  }
+  std::vector<MeasurementRow> rows;
+  std::map<std::string, std::pair<int, int>> per_file;  // file: fitted, left out
+  for (const auto& r : all) {
+    const std::string file = r.source.substr(
+        0, r.source.rfind(':') == std::string::npos ? r.source.size() : r.source.rfind(':'));
+    if (!r.skip_reason.empty()) {
+      res.warnings.push_back("row not used: " + r.skip_reason);
+      ++per_file[file].second;
+    } else if (MeasuredOverloaded(r)) {
+      res.warnings.push_back(fmt::format(
+          "{}: {} stage {}: measured overloaded (failed requests or TTFT above 10 s), not fitted",
+          r.source, r.experiment, r.stage));
+      ++per_file[file].second;
+    } else {
+      rows.push_back(r);
+      ++per_file[file].first;
+    }
+  }
+  if (rows.empty()) return Status::Invalid("no measurement row can be fitted (see the warnings)");
+  res.async_scheduling = rows.front().async_scheduling;
+  for (const auto& r : rows) {
+    if (r.async_scheduling != rows.front().async_scheduling) res.async_scheduling.reset();
+  }
+  for (const auto& [file, n] : per_file) {
+    res.data.push_back(fmt::format("{} ({} rows fitted, {} left out)", file, n.first, n.second));
+  }
+  // What the inputs did not say (engine defaults, a bench result's workload): per row.
+  for (const auto& r : rows) {
+    for (const auto& d : r.defaults_used)
+      res.data.push_back(fmt::format("{}: assumed {}", r.source, d));
+  }
+
+  Fitter fit(rows, opt, &res.evaluations);
+  double obj = 0;
+  CostParams c = fit.Search(opt.start, free, opt.max_evaluations, &obj);
+
+  // Identifiability: a parameter the objective hardly sees keeps its sourced value.
+  for (const Free& f : free) {
+    FittedParam p;
+    p.name = f.field->name;
+    p.sourced = opt.start.*(f.field->field);
+    const double v = c.*(f.field->field);
+    double worst = 0;
+    for (double dir : {+1.0, -1.0}) {
+      CostParams q = c;
+      double& x = q.*(f.field->field);
+      x = v > 0 ? v * (1 + dir * kProbe) : std::max(0.0, dir * f.zero_step);
+      x = std::clamp(x, f.field->min, f.field->max);
+      if (x == v) continue;
+      worst = std::max(worst, fit.Eval(q) - obj);
+    }
+    p.sensitivity = worst;
+    p.identified = worst >= kFlatObjective;
+    if (!p.identified) {
+      res.warnings.push_back(fmt::format(
+          "{}: not identified by these data (a +-25 % change moves the objective by {:.2f} "
+          "points); kept at its sourced value {}",
+          p.name, worst * 100, p.sourced));
+      c.*(f.field->field) = p.sourced;
+    }
+    res.params.push_back(p);
+  }
+  ValidationReport rep;
+  res.objective = fit.Eval(c, &rep);
+  res.in_sample = rep.mape;
+  res.rows = rep.mape_rows;
+  res.cost = c;
+  for (FittedParam& p : res.params) {
+    p.value = c.*(FindCostParamField(p.name)->field);
+  }
+
+  // Leave one run out: fit without the run (warm start, a quarter of the budget),
+  // score its rows.
+  std::vector<std::string> runs;
+  for (const auto& r : rows) {
+    if (std::find(runs.begin(), runs.end(), r.experiment) == runs.end())
+      runs.push_back(r.experiment);
+  }
+  if (opt.leave_one_run_out && runs.size() >= 2) {
+    std::vector<Free> identified;
+    for (size_t i = 0; i < free.size(); ++i) {
+      if (res.params[i].identified) identified.push_back(free[i]);
+    }
+    const auto fields = std::vector<double StageMetrics::*>{
+        &StageMetrics::ttft_mean_ms,        &StageMetrics::ttft_p50_ms, &StageMetrics::ttft_p90_ms,
+        &StageMetrics::ttft_p99_ms,         &StageMetrics::e2e_mean_ms, &StageMetrics::e2e_p99_ms,
+        &StageMetrics::decode_ms_per_token, &StageMetrics::out_tok_s};
+    std::vector<double> sum(fields.size(), 0);
+    std::vector<int> cnt(fields.size(), 0);
+    for (const std::string& run : runs) {
+      std::vector<MeasurementRow> train, test;
+      for (const auto& r : rows) (r.experiment == run ? test : train).push_back(r);
+      Fitter f(train, opt, &res.evaluations);
+      double o = 0;
+      const CostParams held = f.Search(c, identified, std::max(10, opt.max_evaluations / 4), &o);
+      ValidationReport t;
+      Fitter(test, opt, &res.evaluations).Eval(held, &t);
+      for (const auto& row : t.rows) {
+        for (size_t i = 0; i < fields.size(); ++i) {
+          const double e = row.error.*fields[i];
+          if (!row.measured_overloaded && std::isfinite(e)) {
+            sum[i] += e;
+            ++cnt[i];
+          }
+        }
+      }
+    }
+    for (size_t i = 0; i < fields.size(); ++i) {
+      res.leave_one_run_out.*fields[i] =
+          cnt[i] ? sum[i] / cnt[i] : std::numeric_limits<double>::quiet_NaN();
+    }
+    res.runs = static_cast<int>(runs.size());
+  } else if (opt.leave_one_run_out) {
+    res.warnings.push_back("one run only: no leave-one-run-out error");
+  }
+  return res;
+}
+
+std::string CalibrationResultYaml(const CalibrationResult& r) {
+  auto q = [](const std::string& s) {
+    std::string o = "\"";
+    for (char ch : s) {
+      if (ch == '"' || ch == '\\') o += '\\';
+      if (static_cast<unsigned char>(ch) < 0x20) {
+        o += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
+        continue;
+      }
+      o += ch;
+    }
+    return o + "\"";
+  };
+  auto mape = [](const StageMetrics& m) {
+    auto v = [](double x) {
+      return std::isfinite(x) ? fmt::format("{:.4f}", x) : std::string("null");
+    };
+    return fmt::format("{{ttft_mean: {}, ttft_p90: {}, e2e_mean: {}, decode_ms_per_token: {}}}",
+                       v(m.ttft_mean_ms), v(m.ttft_p90_ms), v(m.e2e_mean_ms),
+                       v(m.decode_ms_per_token));
+  };
+  std::string fit = "data:\n";
+  for (const auto& d : r.data) fit += "  - " + q(d) + "\n";
+  fit += "fitted:\n";
+  for (const auto& p : r.params) {
+    fit += fmt::format("  {}: {{value: {}, sourced: {}, identified: {}, sensitivity: {:.4f}}}\n",
+                       p.name, p.value, p.sourced, p.identified ? "true" : "false", p.sensitivity);
+  }
+  fit += fmt::format(
+      "objective: \"MAPE(TTFT mean) + MAPE(E2E mean) + MAPE(decode ms/token), 1 seed\"\n");
+  fit += fmt::format("in_sample_mape: {}\nin_sample_rows: {}\n", mape(r.in_sample), r.rows);
+  if (r.runs > 0) {
+    fit += fmt::format("leave_one_run_out_mape: {}\nruns: {}\n", mape(r.leave_one_run_out), r.runs);
+  }
+  fit += fmt::format("evaluations: {}\n", r.evaluations);
+  fit += "warnings:\n";
+  if (r.warnings.empty()) fit.back() = ' ', fit += "[]\n";
+  for (const auto& w : r.warnings) fit += "  - " + q(w) + "\n";
+  return CalibrationProfileYaml(r.cost, r.async_scheduling, fit);
+}
+
+std::string CalibrationResultText(const CalibrationResult& r) {
+  std::string out = "fitted on:\n";
+  for (const auto& d : r.data) out += "  " + escape::Terminal(d) + "\n";
+  out += "parameters:\n";
+  for (const auto& p : r.params) {
+    out += fmt::format("  {:<28} {:<12.6g} (sourced {:.6g}){}\n", p.name, p.value, p.sourced,
+                       p.identified ? "" : "  NOT IDENTIFIED: kept");
+  }
+  auto line = [&](const char* label, const StageMetrics& m, int n, const char* unit) {
+    out +=
+        fmt::format("{} over {} {}: TTFT mean {}, TTFT p90 {}, E2E mean {}, decode ms/token {}\n",
+                    label, n, unit, Pct(m.ttft_mean_ms), Pct(m.ttft_p90_ms), Pct(m.e2e_mean_ms),
+                    Pct(m.decode_ms_per_token));
+  };
+  line("in-sample MAPE", r.in_sample, r.rows, "rows");
+  if (r.runs > 0) line("leave-one-run-out MAPE", r.leave_one_run_out, r.runs, "runs");
+  out += fmt::format("{} simulations (1 seed each)\n", r.evaluations);
+  for (const auto& w : r.warnings) out += "warning: " + escape::Terminal(w) + "\n";
+  return out;
+}
+
+}  // namespace ttft

@@ -1,0 +1,117 @@
+// ttft calibrate: the bench-result reader and the fit.
+#include "ttft/calibrate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace ttft {
+namespace {
+
+// The keys vllm/benchmarks/serve.py writes (a short run of a 7B on one H100).
+constexpr char kBench[] = R"({
+  "date": "20260301-120000", "endpoint_type": "vllm", "backend": "vllm", "label": null,
+  "model_id": "meta-llama/Llama-2-7b-hf", "tokenizer_id": "meta-llama/Llama-2-7b-hf",
+  "num_prompts": 60, "request_rate": 2.0, "burstiness": 1.0, "max_concurrency": null,
+  "duration": 31.2, "completed": 60, "failed": 0, "total_input_tokens": 30000,
+  "total_output_tokens": 3840, "request_throughput": 1.92, "output_throughput": 123.0,
+  "mean_ttft_ms": 30.5, "median_ttft_ms": 29.8, "std_ttft_ms": 3.1, "p99_ttft_ms": 41.0,
+  "mean_tpot_ms": 7.1, "median_tpot_ms": 7.0, "p99_tpot_ms": 8.0,
+  "mean_itl_ms": 7.1, "median_itl_ms": 7.0, "p99_itl_ms": 9.0
+})";
+
+TEST(BenchServeJson, FieldsAndAssumptionsNamed) {
+  BenchAssumptions a;
+  a.gpu = "h100-sxm";
+  auto r = ParseBenchServeJson(kBench, "dir/run1.json", a);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->skip_reason.empty()) << r->skip_reason;
+  EXPECT_EQ(r->experiment, "run1.json");
+  EXPECT_EQ(r->model_hf_id, "meta-llama/Llama-2-7b-hf");
+  EXPECT_DOUBLE_EQ(r->rate_rps, 2.0);
+  EXPECT_DOUBLE_EQ(r->duration_s, 30.0);
+  EXPECT_EQ(r->workload.question_len, 500);
+  EXPECT_EQ(r->workload.output_len, 64);
+  EXPECT_EQ(r->workload.num_groups, 60);
+  EXPECT_DOUBLE_EQ(r->measured.ttft_mean_ms, 30.5);
+  EXPECT_DOUBLE_EQ(r->measured.decode_ms_per_token, 7.1);
+  // No mean_e2el_ms: TTFT + TPOT x (output - 1), said so.
+  EXPECT_NEAR(r->measured.e2e_mean_ms, 30.5 + 7.1 * 63, 1e-9);
+  EXPECT_TRUE(std::isnan(r->measured.ttft_p90_ms));
+  std::string all;
+  for (const auto& d : r->defaults_used) all += d + "\n";
+  EXPECT_NE(all.find("max_num_seqs=1024"), std::string::npos) << all;
+  EXPECT_NE(all.find("tp=1"), std::string::npos) << all;
+  EXPECT_NE(all.find("e2e_mean"), std::string::npos) << all;
+}
+
+TEST(BenchServeJson, ErrorsNameTheField) {
+  BenchAssumptions a;
+  auto r = ParseBenchServeJson(kBench, "run.json", a);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("run.json: gpu:"), std::string::npos) << r.status().message();
+  a.gpu = "h100-sxm";
+  std::string inf = kBench;
+  inf.replace(inf.find("\"request_rate\": 2.0"), 19, "\"request_rate\": \"inf\"");
+  r = ParseBenchServeJson(inf, "run.json", a);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("request_rate"), std::string::npos) << r.status().message();
+  std::string no_ttft = kBench;
+  no_ttft.replace(no_ttft.find("\"mean_ttft_ms\""), 14, "\"mean_ttft_xx\"");
+  r = ParseBenchServeJson(no_ttft, "run.json", a);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("run.json: mean_ttft_ms: missing"), std::string::npos)
+      << r.status().message();
+  r = ParseBenchServeJson("{\n\"a\": 1,\n oops}", "run.json", a);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("run.json:3: not JSON"), std::string::npos)
+      << r.status().message();
+}
+
+// Two synthetic runs simulated with known parameters are the "measurements": the fit
+// moves front_end_s from a wrong start back near the truth, and says which of the
+// parameters the data do not see.
+TEST(Calibrate, RecoversAKnownFrontEnd) {
+  BenchAssumptions a;
+  a.gpu = "h100-sxm";
+  auto row = ParseBenchServeJson(kBench, "a.json", a);
+  ASSERT_TRUE(row.ok()) << row.status().ToString();
+  MeasurementRow r1 = *row, r2 = *row;
+  r2.experiment = "b.json";
+  r2.source = "b.json";
+  r2.rate_rps = 4.0;
+  r2.duration_s = 15;
+  std::vector<MeasurementRow> rows = {r1, r2};
+  CostParams truth = VllmH100Calibration();
+  truth.front_end_s = 0.015;
+  ValidateOptions vo;
+  vo.cost = truth;
+  vo.repeats = 1;
+  auto sim = RunValidation(rows, vo);
+  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].measured = sim->rows[i].simulated;
+  CalibrateOptions opt;
+  opt.free = {"front_end_s", "allreduce_latency_s"};  // TP1: no all-reduce to see
+  opt.max_evaluations = 40;
+  auto res = Calibrate(rows, opt);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_NEAR(res->cost.front_end_s, 0.015, 0.0015);
+  ASSERT_EQ(res->params.size(), 2u);
+  EXPECT_TRUE(res->params[0].identified);
+  EXPECT_FALSE(res->params[1].identified);
+  EXPECT_DOUBLE_EQ(res->cost.allreduce_latency_s, CostParams{}.allreduce_latency_s);
+  EXPECT_LT(res->in_sample.ttft_mean_ms, 0.05);
+  EXPECT_EQ(res->runs, 2);
+  EXPECT_TRUE(std::isfinite(res->leave_one_run_out.ttft_mean_ms));
+  // The profile reads back with the fitted values.
+  auto prof = ParseCalibrationProfile(CalibrationResultYaml(*res), "p.yaml");
+  ASSERT_TRUE(prof.ok()) << prof.status().ToString();
+  EXPECT_DOUBLE_EQ(prof->cost.front_end_s, res->cost.front_end_s);
+  EXPECT_NE(prof->fit_yaml.find("allreduce_latency_s"), std::string::npos);
+  EXPECT_NE(CalibrationResultText(*res).find("NOT IDENTIFIED"), std::string::npos);
+  // A bench result's assumptions are part of what the profile says it was fitted on.
+  EXPECT_NE(prof->fit_yaml.find("a.json: assumed workload:"), std::string::npos) << prof->fit_yaml;
+}
+
+}  // namespace
+}  // namespace ttft
