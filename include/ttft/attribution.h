@@ -84,7 +84,11 @@ struct AttributionOptions {
   double min_slowdown = 1.25;       // a replica's speed against its peers
   double min_length_ratio = 1.12;   // mean prompt or output length of a tenant
   int max_exact_factors = 4;        // above: permutation sampling
-  int permutations = 12;            // per seed, when sampling
+  // Estimated CPU seconds the replays may take: above it the seeds are cut (to one
+  // at least), and the report says so. A replay costs about 2.7 ms per replica (its
+  // KV block pool) plus 2 us per request (docs/performance.md, "Attribution").
+  double budget_s = 3.0;
+  int permutations = 6;             // per seed, when sampling (3 antithetic pairs)
 };
 
 // One candidate factor and its share of the p99 increase.

@@ -654,7 +654,21 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
     if (!random_mask(fm)) deterministic[m] = p99;
     return memo[m] = p99;
   };
-  const int seeds = std::max(opt.seeds, 1);
+  int seeds = std::max(opt.seeds, 1);
+  {
+    const double per_replay = 2.7e-3 * static_cast<double>(nr) +
+                              2e-6 * static_cast<double>(a.reqs.size() + b.reqs.size());
+    const double coalitions =
+        k <= opt.max_exact_factors ? std::pow(2.0, k) : 2.0 * k * std::max(opt.permutations, 2);
+    const int wanted = seeds;
+    while (seeds > 1 && per_replay * (1 + (coalitions - 1) * seeds) > opt.budget_s) --seeds;
+    if (seeds < wanted) {
+      out.assumptions.push_back(fmt::format(
+          "seeds cut from {} to {} to stay within the time budget of {:.0f} s ({} replicas, about "
+          "{:.2f} s per replay): the intervals are over fewer seeds",
+          wanted, seeds, opt.budget_s, nr, per_replay));
+    }
+  }
   const uint32_t all = (1U << k) - 1;
   const bool exact = k <= opt.max_exact_factors;
   std::vector<std::vector<double>> share(static_cast<size_t>(k)), single(static_cast<size_t>(k)),

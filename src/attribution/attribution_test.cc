@@ -133,6 +133,46 @@ TEST(Attribution, TwoCausesShareTheIncreaseAndTheSharesAddUp) {
   EXPECT_NE(h.find("interaction"), std::string::npos) << h;
 }
 
+// With two factors, permutation sampling's antithetic pair (an order and its reverse)
+// covers both orders: it must give the exact Shapley values.
+TEST(Attribution, PermutationSamplingMatchesTheExactValuesForTwoFactors) {
+  Shape after;
+  after.rate_rps = 12;
+  after.cached = 0;
+  AttributionOptions exact;
+  exact.seeds = 2;
+  AttributionOptions sampled = exact;
+  sampled.max_exact_factors = 1;
+  const Attribution e = RunPair(Shape{}, after, exact);
+  const Attribution s = RunPair(Shape{}, after, sampled);
+  ASSERT_TRUE(e.run && s.run);
+  ASSERT_EQ(e.factors.size(), 2u);
+  ASSERT_EQ(s.factors.size(), 2u);
+  EXPECT_NE(e.method.find("exact"), std::string::npos);
+  EXPECT_NE(s.method.find("permutation"), std::string::npos);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(e.factors[i].factor, s.factors[i].factor);
+    EXPECT_NEAR(e.factors[i].share, s.factors[i].share, 1e-9);
+  }
+}
+
+TEST(Attribution, TheTimeBudgetCutsTheSeedsAndSaysSo) {
+  Shape after;
+  after.rate_rps = 24;
+  AttributionOptions opt;
+  opt.seeds = 3;
+  opt.budget_s = 1e-9;
+  const Attribution a = RunPair(Shape{}, after, opt);
+  ASSERT_TRUE(a.run) << a.not_run_reason;
+  EXPECT_EQ(a.seeds, 1);
+  bool said = false;
+  for (const std::string& s : a.assumptions)
+    said |= s.find("seeds cut from 3 to 1") != std::string::npos;
+  EXPECT_TRUE(said);
+  opt.budget_s = 100;
+  EXPECT_EQ(RunPair(Shape{}, after, opt).seeds, 3);
+}
+
 TEST(Attribution, ASlowReplicaIsInferredFromItsPrefillTimePerToken) {
   Shape after;
   after.slow_replica = 3;
