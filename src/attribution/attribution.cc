@@ -282,6 +282,25 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
     }
   }
 
+  // The fleet comes from the replica labels: without any there is none to replay on.
+  {
+    bool labelled = false;
+    for (const ReplayWindow* w : {&before, &after}) {
+      for (uint32_t r : w->rows) {
+        if (!w->table->label(r, SpanLabel::kReplica).empty()) {
+          labelled = true;
+          break;
+        }
+      }
+    }
+    if (!labelled) {
+      out.not_run_reason =
+          "replica label missing on every request: the fleet the replay runs on cannot be "
+          "inferred";
+      return out;
+    }
+  }
+
   // The engine every replica is assumed to run.
   std::string model = opt.model;
   std::map<std::string, int64_t> model_labels;

@@ -95,6 +95,30 @@ TEST(Attribution, AMissingFieldIsNamed) {
   EXPECT_NE(Headline(a).find("not run"), std::string::npos);
 }
 
+TEST(Attribution, WithoutReplicaLabelsTheFleetIsUnknown) {
+  SpanTable t;
+  Fill(t, 0, 300, Shape{}, 1);
+  Shape after;
+  after.rate_rps = 24;
+  Fill(t, 300, 600, after, 2);
+  SpanTable u;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const Span s = t.Get(i);
+    SpanRecord r;
+    r.arrival_s = s.arrival_s;
+    r.prompt_tokens = s.prompt_tokens;
+    r.cached_tokens = s.cached_tokens;
+    r.output_tokens = s.output_tokens;
+    r.ttft_s = s.ttft_s;
+    r.labels = {"", "us-east", "acme", "", "", ""};
+    u.Add(r);
+  }
+  const auto ra = Rows(u, 0, 300), rb = Rows(u, 300, 600);
+  const Attribution a = Attribute({&u, ra, 0, 300}, {&u, rb, 300, 600}, {});
+  EXPECT_FALSE(a.run);
+  EXPECT_NE(a.not_run_reason.find("replica label missing"), std::string::npos) << a.not_run_reason;
+}
+
 TEST(Attribution, OneCauseTakesTheWholeIncrease) {
   Shape after;
   after.rate_rps = 24;  // 3x the requests, each the same
