@@ -596,9 +596,35 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
     if (s >= opt.min_slowdown) {
       cand[static_cast<int>(ReplayFactor::kSpeed)] = true;
       rs.incident_state.slowdown[i] = s;
-      change[2] +=
-          fmt::format("{}replica {} {} slower than its peers", change[2].empty() ? "" : ", ",
-                      LabelOr(fleet.names[i]), numfmt::X(s));
+    }
+  }
+  if (cand[static_cast<int>(ReplayFactor::kSpeed)]) {
+    // Prefill time per token overstates a step slowdown (a slow replica's prefills also
+    // wait behind its slower decode steps): one replay at the measured factors gives the
+    // replay's own ratio for each slow replica, and the factor is scaled so the replay's
+    // ratio moves toward the measured one: one damped fixed-point step (half a step in
+    // log space: a replica the replay saturates overstates its own ratio), clamped to
+    // [1, 2x].
+    std::vector<double> replay_pt;
+    attr::ReplayP99(b.reqs, fleet, rs.incident_state, opt.router, &replay_pt);
+    ++out.replays;
+    std::vector<double> meds;
+    for (size_t i = 0; i < nr; ++i)
+      if (rs.incident_state.active[i] && std::isfinite(replay_pt[i])) meds.push_back(replay_pt[i]);
+    std::vector<double> copy = meds;
+    const double fleet_med = attr::QuantileOf(copy, 0.5);
+    for (size_t i = 0; i < nr; ++i) {
+      double& f = rs.incident_state.slowdown[i];
+      if (f == 1.0) continue;
+      const double measured = f;
+      const double replayed = replay_pt[i] / fleet_med;
+      if (std::isfinite(replayed) && replayed > 0)
+        f = std::clamp(f * std::sqrt(measured / replayed), 1.0, 2 * measured);
+      change[2] += fmt::format(
+          "{}replica {} {} slower than its peers (prefill time per uncached token {}; the step "
+          "slowdown that replays it)",
+          change[2].empty() ? "" : ", ", LabelOr(fleet.names[i]), numfmt::X(f),
+          numfmt::X(measured));
     }
   }
   std::vector<int> ra(fleet.regions.size(), 0), rb(fleet.regions.size(), 0);

@@ -55,7 +55,8 @@ double QuantileOf(std::vector<double>& v, double p) {
 }
 
 double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& fleet,
-                 const FleetState& state, RouterSpec::Kind router) {
+                 const FleetState& state, RouterSpec::Kind router,
+                 std::vector<double>* prefill_per_token_s) {
   const size_t n = fleet.names.size();
   std::vector<std::unique_ptr<Replica>> reps(n);
   for (size_t i = 0; i < n; ++i) {
@@ -72,11 +73,18 @@ double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& 
   const double shift =
       100 - (requests.empty() ? 0 : requests.front().arrival_s + requests.front().front_end_s);
   std::vector<double> ttft(requests.size(), std::numeric_limits<double>::infinity());
+  std::vector<double> per_token(prefill_per_token_s != nullptr ? requests.size() : 0,
+                                std::numeric_limits<double>::quiet_NaN());
+  std::vector<int32_t> placed(requests.size(), -1);  // the replica each request went to
   FinishFn on_finish = [&](const FinishedRequest& f) {
     const int64_t seq = f.request->seq;
     if (seq < 0 || f.status != RequestStatus::kOk) return;
     const size_t i = static_cast<size_t>(seq);
     ttft[i] = f.first_token_s - (requests[i].arrival_s + shift);
+    const int64_t uncached = f.request->prompt_tokens - f.cached_tokens;
+    if (prefill_per_token_s != nullptr && uncached >= 64 && f.scheduled_s >= 0) {
+      per_token[i] = (f.first_token_s - f.scheduled_s) / static_cast<double>(uncached);
+    }
   };
   // A request's candidates: the active replicas of its route set, else of its region,
   // else every active one.
@@ -205,9 +213,21 @@ double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& 
         }
       }
     }
+    placed[next] = best;
     reps[static_cast<size_t>(best)]->Enqueue(std::move(req), ta, on_finish);
     kick(static_cast<size_t>(best), ta);
     ++next;
+  }
+  if (prefill_per_token_s != nullptr) {
+    std::vector<std::vector<double>> per(n);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (placed[i] >= 0 && std::isfinite(per_token[i]))
+        per[static_cast<size_t>(placed[i])].push_back(per_token[i]);
+    }
+    prefill_per_token_s->assign(n, std::numeric_limits<double>::quiet_NaN());
+    for (size_t r = 0; r < n; ++r) {
+      if (per[r].size() >= 20) (*prefill_per_token_s)[r] = QuantileOf(per[r], 0.5);
+    }
   }
   return QuantileOf(ttft, 0.99);
 }

@@ -50,8 +50,13 @@ struct FleetState {
 // `router`, as ttft::Simulate routes. Requests unfinished 600 s after the last
 // arrival count as infinitely slow. REQUIRES: requests sorted by arrival_s +
 // front_end_s; at least one active replica; every engine validated.
+// `prefill_per_token_s`, when not null, receives per replica the median prefill time
+// (first scheduled to first token) per uncached token of its requests with at least
+// 64 uncached tokens (NaN for fewer than 20 such requests): what the attribution
+// compares with the spans' to calibrate a slow replica's factor.
 double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& fleet,
-                 const FleetState& state, RouterSpec::Kind router);
+                 const FleetState& state, RouterSpec::Kind router,
+                 std::vector<double>* prefill_per_token_s = nullptr);
 
 // p-quantile of `v` as ttft::Quantile (reorders `v`); NaN when empty.
 double QuantileOf(std::vector<double>& v, double p);
