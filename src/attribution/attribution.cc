@@ -869,7 +869,11 @@ std::string Headline(const Attribution& a) {
     const FactorShare& f = a.factors[i];
     if (i > 0) s += ", ";
     s += f.cause;
-    if (i == 0) s += " explains";
+    if (i == 0) {
+      const bool plural = f.factor == ReplayFactor::kPrompts ||
+                          f.factor == ReplayFactor::kOutputs || f.factor == ReplayFactor::kReplicas;
+      s += plural ? " explain" : " explains";
+    }
     s += " " + pct(f.share);
     if (a.seeds > 1 && pct(f.share_lo) != pct(f.share_hi)) {
       s += f.share_lo >= 0.005

@@ -40,7 +40,7 @@ void WeighByAttribution(const Attribution& a, std::vector<Hypothesis>& hypothese
                                                      numfmt::Pct(f.share_hi));
       h.evidence.push_back(
           {"attribution_share", kMissing, f.share, "fraction",
-           fmt::format("counterfactual replay: {} explains {}{} of the p99 increase (Shapley "
+           fmt::format("counterfactual replay: {}, {}{} of the p99 increase (Shapley "
                        "share); undone alone it removes {}",
                        f.cause, numfmt::Pct(f.share), interval, numfmt::Pct(f.single_share))});
       h.confidence = std::max(h.confidence, std::min(0.8, 0.2 + f.share));

@@ -96,7 +96,8 @@ void CheckAttribution(const Rendered& r) {
     EXPECT_NE(out->find(head.substr(0, 40)), std::string::npos) << head << "\n" << *out;
   }
   EXPECT_NE(r.html.find(HtmlEscape(head)), std::string::npos) << head;
-  const bool stated = head.find(" explains ") != std::string::npos;
+  const bool stated =
+      head.find(" explains ") != std::string::npos || head.find(" explain ") != std::string::npos;
   if (!a.run) {
     EXPECT_FALSE(stated) << head;
     EXPECT_FALSE(a.not_run_reason.empty());
@@ -108,8 +109,11 @@ void CheckAttribution(const Rendered& r) {
   for (const FactorShare& f : a.factors) {
     sum += f.share;
     const std::string shown = numfmt::Pct(std::fabs(f.share) < 0.005 ? 0.0 : f.share);
-    EXPECT_NE(head.find(f.cause + (&f == &a.factors.front() ? " explains " : " ") + shown),
-              std::string::npos)
+    const bool plural = f.factor == ReplayFactor::kPrompts || f.factor == ReplayFactor::kOutputs ||
+                        f.factor == ReplayFactor::kReplicas;
+    const std::string verb =
+        &f == &a.factors.front() ? (plural ? " explain " : " explains ") : std::string(" ");
+    EXPECT_NE(head.find(f.cause + verb + shown), std::string::npos)
         << shown << " for " << f.cause << " in: " << head;
   }
   EXPECT_NEAR(sum, 1.0, 1e-6) << head;
