@@ -246,6 +246,15 @@ int main(int argc, char** argv) {
     f.p99_before = rep->baseline.ttft_s.p99;
     f.p99_after = rep->incident.ttft_s.p99;
     PrintFound(f);
+    // The counterfactual replay's part (issue 13): the same call without it.
+    fmt::print("attribution: {} replays; {}\n", rep->attribution.replays,
+               ttft::Headline(rep->attribution));
+    in.options.attribute = false;
+    const double t1 = Now(), c1 = CpuSelf();
+    auto without = ttft::Diagnose(in);
+    fmt::print("in memory: Diagnose() without attribution wall {:.2f} s, cpu {:.2f} s\n",
+               Now() - t1, CpuSelf() - c1);
+    (void)without;
   }
   if (!with_file) return 0;
 

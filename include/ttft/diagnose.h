@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ttft/attribution.h"
 #include "ttft/core.h"
 #include "ttft/dataset.h"
 #include "ttft/metrics.h"
@@ -86,6 +87,11 @@ struct DiagnoseOptions {
   // Compute the baseline and incident windows on two threads when they hold 200,000
   // spans or more between them (the report is the same either way).
   bool parallel = true;
+  // The counterfactual replay of a regression (ttft/attribution.h): run when the
+  // verdict is a regression and both windows have spans. Its model, gpu, dtype and tp
+  // are taken from the fields above when they are empty there.
+  bool attribute = true;
+  AttributionOptions attribution;
 };
 
 struct DiagnosisInput {
@@ -270,6 +276,9 @@ struct DiagnosisReport {
   std::vector<GroupSplit> groups;
   std::vector<Contribution> contributions;  // splits whose top group holds >= 30%
   Magnitude magnitude;
+  // Each cause's share of the p99 increase by counterfactual replay; `run` false with
+  // the reason when it could not run (metrics only, no regression, a missing field).
+  Attribution attribution;
   std::vector<Annotation> annotations;
   std::vector<Annotation> suspect_changes;  // changes near the onset, closest first
   std::vector<LabelChange> label_changes;   // label values in one window only

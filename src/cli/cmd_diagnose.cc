@@ -22,6 +22,8 @@ Runner RegisterDiagnose(CLI::App& app) {
     double window_s = 0;
     int tp = 0;
     int64_t min_requests = 100;
+    bool no_attribution = false;
+    int attribution_seeds = 3;
     ReaderFlags reader;
   };
   auto o = std::make_shared<Opts>();
@@ -52,6 +54,12 @@ Runner RegisterDiagnose(CLI::App& app) {
                  "Calibration profile (ttft calibrate) for the magnitude check's cost model");
   app.add_option("--min-requests", o->min_requests, "Ok requests a window needs for a p99")
       ->capture_default_str();
+  app.add_flag("--no-attribution", o->no_attribution,
+               "Skip the counterfactual replay that shares the p99 increase among the causes");
+  app.add_option("--attribution-seeds", o->attribution_seeds,
+                 "Seeds of the counterfactual replay (its interval is over them)")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
   AddReaderFlags(app, o->reader);
   return [o]() -> Status {
     DiagnoseOptions options;
@@ -64,6 +72,8 @@ Runner RegisterDiagnose(CLI::App& app) {
       options.cost = prof.cost;
     }
     options.min_ok_requests = o->min_requests;
+    options.attribute = !o->no_attribution;
+    options.attribution.seeds = o->attribution_seeds;
     const bool split = !o->baseline.empty() || !o->incident.empty();
     if (split && (o->baseline.empty() || o->incident.empty())) {
       return Status::Invalid("give both --baseline and --incident inputs");

@@ -97,6 +97,27 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
     if (sig.enough) rep.contributions = diag::ContributionsOf(rep.groups);
   }
 
+  if (!opt.attribute) {
+    rep.attribution.not_run_reason = "turned off (--no-attribution)";
+  } else if (!shape.has_spans) {
+    rep.attribution.not_run_reason =
+        "metrics only: the replay needs each request's arrival time and prompt, cached and output "
+        "tokens (spans)";
+  } else if (rep.verdict == Verdict::kInsufficientData) {
+    rep.attribution.not_run_reason = "too few requests for a p99: there is nothing to share out";
+  } else if (rep.verdict != Verdict::kRegression) {
+    rep.attribution.not_run_reason = "no regression: there is no increase to share out";
+  } else {
+    AttributionOptions ao = opt.attribution;
+    if (ao.model.empty()) ao.model = opt.model;
+    if (ao.gpu.empty()) ao.gpu = opt.gpu;
+    if (ao.dtype.empty()) ao.dtype = opt.dtype;
+    if (ao.tp <= 0) ao.tp = opt.tp;
+    rep.attribution =
+        Attribute({in.baseline.table, w.rows_a, in.baseline.from_s, in.baseline.to_s},
+                  {in.incident.table, w.rows_b, in.incident.from_s, in.incident.to_s}, ao);
+  }
+
   // Too few requests for a p99: no cause is assessable, so none is ranked; the report
   // says why instead.
   rep.hypotheses_assessed = sig.enough;
@@ -104,6 +125,7 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
     const Evidence ev{rep.baseline,      rep.incident,    rep.decomposition, rep.groups,
                       rep.label_changes, shape.has_spans, shape.has_metrics};
     rep.hypotheses = diag::EvaluateRules(DefaultRules(), ev, rep.fidelity_notes);
+    diag::WeighByAttribution(rep.attribution, rep.hypotheses);
     diag::WordForVerdict(rep.verdict, rep.hypotheses);
   } else {
     rep.fidelity_notes.push_back(fmt::format(

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "diagnose/stages.h"
+#include "ttft/format.h"
 
 namespace ttft::diag {
 
@@ -25,6 +26,29 @@ std::vector<Hypothesis> EvaluateRules(std::span<const std::unique_ptr<Hypothesis
     return x.confidence > y.confidence;
   });
   return out;
+}
+
+void WeighByAttribution(const Attribution& a, std::vector<Hypothesis>& hypotheses) {
+  if (!a.run || !a.incident_check_ok || !(a.replay_none_p99_s - a.replay_all_p99_s > 0)) return;
+  for (const FactorShare& f : a.factors) {
+    if (!(f.share_lo >= 0.1)) continue;
+    for (Hypothesis& h : hypotheses) {
+      if (h.id != f.hypothesis || !h.runnable) continue;
+      const std::string interval = numfmt::Pct(f.share_lo) == numfmt::Pct(f.share_hi)
+                                       ? std::string()
+                                       : fmt::format(" ({}-{})", numfmt::Fixed(f.share_lo * 100, 0),
+                                                     numfmt::Pct(f.share_hi));
+      h.evidence.push_back(
+          {"attribution_share", kMissing, f.share, "fraction",
+           fmt::format("counterfactual replay: {}, {}{} of the p99 increase (Shapley "
+                       "share); undone alone it removes {}",
+                       f.cause, numfmt::Pct(f.share), interval, numfmt::Pct(f.single_share))});
+      h.confidence = std::max(h.confidence, std::min(0.8, 0.2 + f.share));
+    }
+  }
+  std::stable_sort(
+      hypotheses.begin(), hypotheses.end(),
+      [](const Hypothesis& x, const Hypothesis& y) { return x.confidence > y.confidence; });
 }
 
 // Removes every "<share> of the p99 increase" clause from `s`: from the ", " or "; "

@@ -58,18 +58,28 @@ class BadReplicaRule final : public HypothesisRule {
         if (r.value == top.parent && r.after.replicas < r.before.replicas) region_loss = 1;
       }
     }
-    // One replica, not a pool: the top replica must hold most of what the top two hold.
-    const double second = rep->rows.size() > 1 ? rep->rows[1].contribution : 0;
-    const double alone =
-        top.contribution + second > 0 ? top.contribution / (top.contribution + second) : 0;
-    h.confidence = Ramp(top.contribution, 0.35, 0.7) * Ramp(divergence, 1.4, 2.5) *
-                   Ramp(alone, 0.6, 0.8) * (1 - region_loss);
-    h.evidence.push_back(Line(
-        "ttft_p99_s", top.before.ttft_s.p99, top.after.ttft_s.p99, "s",
-        fmt::format(
-            "replica {}: p99 TTFT {} -> {}, {} of the p99 increase, {} the median replica's change",
-            LabelValueText(top.value), Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99),
-            Pct(top.contribution), X(divergence))));
+    // A replica's share of the slow requests is judged against its share of the
+    // traffic (issue 13): under a surge a throttled replica that least-outstanding
+    // routing starves of requests holds a modest share of the excess, many times its
+    // share of the requests. `over` is that ratio.
+    auto over = [](const GroupRow& r) {
+      return r.share_after > 0 ? r.contribution / r.share_after : 0.0;
+    };
+    const double holds = std::max(Ramp(top.contribution, 0.35, 0.7),
+                                  Ramp(over(top), 2, 4) * Ramp(top.contribution, 0.1, 0.25));
+    // One replica, not a pool: the top replica must stand out from the next one, each
+    // measured against its traffic.
+    double second = 0;
+    for (size_t i = 1; i < rep->rows.size(); ++i) second = std::max(second, over(rep->rows[i]));
+    const double alone = over(top) + second > 0 ? over(top) / (over(top) + second) : 0;
+    h.confidence = holds * Ramp(divergence, 1.4, 2.5) * Ramp(alone, 0.6, 0.8) * (1 - region_loss);
+    h.evidence.push_back(
+        Line("ttft_p99_s", top.before.ttft_s.p99, top.after.ttft_s.p99, "s",
+             fmt::format(
+                 "replica {}: p99 TTFT {} -> {}, {} of the requests and {} of the p99 increase, {} "
+                 "the median replica's change",
+                 LabelValueText(top.value), Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99),
+                 Pct(top.share_after), Pct(top.contribution), X(divergence))));
     h.evidence.push_back(
         Line("prefix_cache_hit_rate", top.before.prefix_cache_hit_rate,
              top.after.prefix_cache_hit_rate, "fraction",

@@ -1,8 +1,9 @@
 // Hypothesis `load_surge` (ttft/diagnose.h; the seed's reasoning in docs/diagnosis.md).
 //
-// The request rate rose while everything per request stayed flat: prompt and
-// uncached tokens, output lengths, hit rate. The queue grows because utilisation
-// rose (rho / (1 - rho)), not because requests got heavier.
+// The request rate rose. The queue grows because utilisation rose (rho / (1 - rho)).
+// Everything per request staying flat (uncached tokens, output lengths, hit rate)
+// strengthens the case; a change there halves it at most, since another cause may
+// have moved it at the same time.
 #include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
@@ -33,8 +34,11 @@ class LoadSurgeRule final : public HypothesisRule {
     const double output_x = Ratio(a.output_tokens_mean, b.output_tokens_mean);
     const double hit_flat =
         1 - Ramp(std::fabs(a.prefix_cache_hit_rate - b.prefix_cache_hit_rate), 0.05, 0.2);
-    h.confidence =
-        Ramp(rate_x, 1.1, 1.5) * Flat(uncached_x, 1.12) * Flat(output_x, 1.12) * hit_flat;
+    // Heavier requests or a lower hit rate weaken the case (another cause may explain
+    // the queue) but never cancel it: more requests load the fleet whatever else moved
+    // (issue 13: a template collapse during a surge zeroed this rule).
+    const double flat = Flat(uncached_x, 1.12) * Flat(output_x, 1.12) * hit_flat;
+    h.confidence = Ramp(rate_x, 1.1, 1.5) * (0.5 + 0.5 * flat);
     h.evidence.push_back(
         Line("request_rate_rps", a.request_rate_rps, b.request_rate_rps, "rps",
              fmt::format("request rate {} -> {} rps ({})", numfmt::Fixed(a.request_rate_rps, 2),

@@ -303,6 +303,34 @@ TEST(BadReplicaRule, FiresWhenOneReplicaDivergesAlone) {
   EXPECT_THAT(p99->sentence, HasSubstr("replica r-0: p99 TTFT 500 ms -> 3.00 s"));
 }
 
+// Issue 13: under a surge least-outstanding routing starves a throttled replica of
+// requests; it holds 32% of the excess slow requests from 3% of the traffic. Judged
+// against its traffic it stands out; a replica whose share of the excess is its share
+// of the traffic does not.
+TEST(BadReplicaRule, AReplicaIsJudgedAgainstItsShareOfTheTraffic) {
+  auto fleet = [](double top_contribution, double top_share, double top_p99_after) {
+    Case c;
+    GroupSplit& r = c.Split("replica");
+    WindowStats slow = Steady(), busy = Steady();
+    slow.ttft_s.p99 = top_p99_after;
+    busy.ttft_s.p99 = 1.0;
+    r.rows.push_back(Group("r-0", Steady(), slow, top_contribution, 0.1, top_share, "east"));
+    for (int i = 1; i < 10; ++i) {
+      r.rows.push_back(Group("r-" + std::to_string(i), Steady(), busy, (1 - top_contribution) / 9,
+                             0.1, (1 - top_share) / 9, i < 5 ? "east" : "west"));
+    }
+    WindowStats five = Steady();
+    five.replicas = 5;
+    c.Split("region").rows = {Group("east", five, five, 0.5, 0.5, 0.5),
+                              Group("west", five, five, 0.5, 0.5, 0.5)};
+    return c;
+  };
+  const Hypothesis starved = fleet(0.32, 0.03, 3.0).Run(*MakeBadReplicaRule());
+  EXPECT_GT(starved.confidence, 0.9);
+  EXPECT_THAT(Sentences(starved), HasSubstr("3% of the requests and 32% of the p99 increase"));
+  EXPECT_EQ(fleet(0.30, 0.30, 3.0).Run(*MakeBadReplicaRule()).confidence, 0);
+}
+
 TEST(BadReplicaRule, QuietWhenTheReplicasMoveTogether) {
   Case c;
   SteadyReplicas(c);
@@ -401,11 +429,18 @@ TEST(LoadSurgeRule, FiresWhenTheRateRisesAndEachRequestIsTheSame) {
   EXPECT_EQ(rate->sentence, "request rate 10.00 -> 16.00 rps (x1.60)");
 }
 
-TEST(LoadSurgeRule, QuietWhenTheRequestsGotHeavierInstead) {
-  Case c;
-  c.after.request_rate_rps = 16;
-  c.after.uncached_tokens_mean = 1500;
-  EXPECT_EQ(c.Run(*MakeLoadSurgeRule()).confidence, 0);
+// Issue 13: heavier requests (say a template collapse at the same time) weaken the case
+// for a surge but never veto it.
+TEST(LoadSurgeRule, WeakerButNotVetoedWhenTheRequestsAlsoGotHeavier) {
+  Case heavy;
+  heavy.after.request_rate_rps = 16;
+  heavy.after.uncached_tokens_mean = 1500;
+  Case same;
+  same.after.request_rate_rps = 16;
+  const double h = heavy.Run(*MakeLoadSurgeRule()).confidence;
+  const double s = same.Run(*MakeLoadSurgeRule()).confidence;
+  EXPECT_GT(h, 0);
+  EXPECT_DOUBLE_EQ(h, 0.5 * s);
   Case flat;
   EXPECT_EQ(flat.Run(*MakeLoadSurgeRule()).confidence, 0);
 }

@@ -206,6 +206,14 @@ std::vector<Contribution> ContributionsOf(std::span<const GroupSplit> splits);
 std::vector<Hypothesis> EvaluateRules(std::span<const std::unique_ptr<HypothesisRule>> rules,
                                       const Evidence& ev, std::vector<std::string>& notes);
 
+// A cause the counterfactual replay credits with a share of the increase is judged on
+// that share, whatever else moved: its hypothesis' confidence is raised to
+// min(0.8, 0.2 + share) when the replay reproduces the incident and the share's lower
+// bound is at least 0.1, with an evidence line quoting the share; then re-ranked
+// (stable). Never lowers a confidence. A factor standing for no ranked hypothesis is
+// skipped.
+void WeighByAttribution(const Attribution& attribution, std::vector<Hypothesis>& hypotheses);
+
 // The rules quote a group's share of the tail increase ("..., 80% of the p99 increase")
 // without knowing the verdict. Unless `verdict` is a regression there is no significant
 // increase to share out, so this drops each such phrase (with the ", " or "; " before it)

@@ -228,6 +228,14 @@ Result<ScenarioRun> RunScenario(const Scenario& sc, const RunOptions& options) {
     in.incident_snapshots = SnapshotsCovering(run.snapshots, w.incident.from_s, w.incident.to_s);
     in.sources.push_back("simulated: " + sc.name);
     in.annotations = AnnotationsOf(run.result);
+    // The replay runs the scenario's own fleet (ttft/attribution.h).
+    for (const ReplicaSpec& r : sc.replicas)
+      in.options.attribution.known_engines[r.name] = r.engine;
+    for (const FleetEvent& e : sc.events) {
+      if (e.kind == EventKind::kAddReplica)
+        in.options.attribution.known_engines[e.new_replica.name] = e.new_replica.engine;
+    }
+    in.options.attribution.router = sc.router.kind;
     TTFT_ASSIGN_OR_RETURN(DiagnosisReport report, Diagnose(in));
     run.diagnosis = std::move(report);
     // The symptom table is a view of the report: one computation.

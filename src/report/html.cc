@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "report/sha256.h"
+#include "report/tables.h"
 #include "ttft/format.h"
 #include "ttft/report.h"
 
@@ -740,6 +741,92 @@ std::string Hypotheses(const DiagnosisReport& r) {
   return o + "</section>\n";
 }
 
+// Each cause's share of the p99 increase (attribution.factors) as a horizontal bar
+// with its interval over seeds as a whisker, and the interaction as a last bar.
+std::string SharesChart(const Attribution& a) {
+  struct Bar {
+    std::string name;
+    double v, lo, hi;
+  };
+  std::vector<Bar> bars;
+  for (const FactorShare& f : a.factors) bars.push_back({f.cause, f.share, f.share_lo, f.share_hi});
+  if (a.factors.size() > 1)
+    bars.push_back({"interaction", a.interaction, a.interaction_lo, a.interaction_hi});
+  double lo = 0, hi = 1;
+  for (const Bar& b : bars) {
+    for (double v : {b.v, b.lo, b.hi}) {
+      if (!std::isfinite(v)) continue;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  }
+  constexpr double W = 560, x0 = 230, plot_w = 300, bar_h = 22, gap = 12;
+  const double H = 30 + static_cast<double>(bars.size()) * (bar_h + gap);
+  auto X = [&](double v) { return x0 + plot_w * (v - lo) / (hi - lo); };
+  std::string o = fmt::format(
+      "<svg id=\"chart-shares\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" "
+      "width=\"{0:.0f}\" height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\" role=\"img\" "
+      "aria-label=\"Each cause's share of the p99 increase, with its interval over seeds\">\n",
+      W, H);
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const Bar& b = bars[i];
+    const double y = 8 + static_cast<double>(i) * (bar_h + gap);
+    const double x_a = X(std::min(0.0, b.v)), x_b = X(std::max(0.0, b.v));
+    o += fmt::format("<text x=\"8\" y=\"{:.1f}\" class=\"tick\">{}</text>\n", y + bar_h / 2 + 4,
+                     HtmlEscape(b.name.size() > 34 ? b.name.substr(0, 33) + "…" : b.name));
+    o += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.0f}\" fill=\"{}\">"
+        "<title>{} {}</title></rect>\n",
+        x_a, y, std::max(x_b - x_a, 0.5), bar_h,
+        i + 1 == bars.size() && a.factors.size() > 1 ? "#9a9a9a" : "#3b6ea5", HtmlEscape(b.name),
+        HtmlEscape(Pct(b.v)));
+    if (std::isfinite(b.lo) && std::isfinite(b.hi) && b.hi > b.lo) {
+      const double yc = y + bar_h / 2;
+      o += fmt::format(
+          "<path d=\"M{0:.1f} {1:.1f}H{2:.1f}M{0:.1f} {3:.1f}V{4:.1f}M{2:.1f} {3:.1f}V{4:.1f}\" "
+          "stroke=\"#222\" fill=\"none\"/>\n",
+          X(b.lo), yc, X(b.hi), yc - 6, yc + 6);
+    }
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">{}</text>\n",
+                     std::min(X(std::max({b.v, b.hi, 0.0})) + 5, W - 40), y + bar_h / 2 + 4,
+                     HtmlEscape(Pct(b.v)));
+  }
+  const double ya = H - 14;
+  o +=
+      fmt::format("<path d=\"M{0:.1f} 4V{1:.1f}\" stroke=\"#222\" fill=\"none\"/>\n", X(0), ya - 8);
+  for (double v : {0.0, 0.5, 1.0}) {
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">{}</text>\n", X(v) - 8,
+                     ya + 10, Pct(v));
+  }
+  return o + "</svg>\n";
+}
+
+std::string AttributionSection(const DiagnosisReport& r) {
+  const Attribution& a = r.attribution;
+  const report::AttributionText t = report::AttributionLines(r);
+  std::string o =
+      "<section id=\"attribution\">\n<h2>Attribution by counterfactual "
+      "replay</h2>\n";
+  o += "<p>" + T("attribution.text.headline", t.headline) + "</p>\n";
+  if (!a.run) return o + "</section>\n";
+  if (a.replay_none_p99_s - a.replay_all_p99_s > 0 && !a.factors.empty())
+    o += Figure("Each cause's share of the p99 increase (bars), 95% interval over seeds (whiskers)",
+                SharesChart(a));
+  auto list = [&](const char* key, const std::vector<std::string>& v, bool ordered) {
+    if (v.empty()) return;
+    o += ordered ? "<ol>\n" : "<ul>\n";
+    for (size_t i = 0; i < v.size(); ++i)
+      o += "<li>" + T(fmt::format("attribution.text.{}[{}]", key, i), v[i]) + "</li>\n";
+    o += ordered ? "</ol>\n" : "</ul>\n";
+  };
+  list("causes", t.causes, false);
+  if (!t.mitigations.empty()) o += "<p>Mitigations, in order of share:</p>\n";
+  list("mitigations", t.mitigations, true);
+  list("checks", t.checks, false);
+  list("notes", t.notes, false);
+  return o + "</section>\n";
+}
+
 // The JSON path of the row (dimension, value) of the report's groups, or "".
 std::string GroupPath(const DiagnosisReport& r, std::string_view dimension,
                       std::string_view value) {
@@ -921,6 +1008,7 @@ std::string RenderHtml(const DiagnosisReport& r) {
   o += Symptoms(r);
   o += DecompositionSection(r);
   o += Hypotheses(r);
+  o += AttributionSection(r);
   o += Where(r);
   o += MagnitudeSection(r);
   o += Fix(r);

@@ -112,5 +112,55 @@ TEST(Html, StackLegendNamesEveryTerm) {
   EXPECT_NE(svg.find(">2.02 s<"), std::string::npos) << "the incident bar's total";
 }
 
+// Issue 13: the attribution section's chart has a bar per cause and one for the
+// interaction, each labelled with its share, and its headline is the library's.
+TEST(Html, AttributionChartHasABarPerCauseAndTheInteraction) {
+  DiagnosisReport r;
+  r.verdict = Verdict::kRegression;
+  Attribution& a = r.attribution;
+  a.run = true;
+  a.seeds = 3;
+  a.replay_none_p99_s = 2.0;
+  a.replay_all_p99_s = 0.5;
+  a.incident_check_ok = a.baseline_check_ok = true;
+  FactorShare cache;
+  cache.factor = ReplayFactor::kCache;
+  cache.hypothesis = "prefix_cache_collapse";
+  cache.cause = "the template change";
+  cache.share = 0.63;
+  cache.share_lo = 0.55;
+  cache.share_hi = 0.71;
+  FactorShare surge = cache;
+  surge.factor = ReplayFactor::kArrivals;
+  surge.hypothesis = "load_surge";
+  surge.cause = "the traffic surge";
+  surge.share = 0.37;
+  surge.share_lo = 0.29;
+  surge.share_hi = 0.45;
+  a.factors = {cache, surge};
+  a.interaction = 0.08;
+  const std::string html = RenderHtml(r);
+  const size_t at = html.find("<svg id=\"chart-shares\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string svg = html.substr(at, html.find("</svg>", at) - at);
+  size_t bars = 0;
+  for (size_t p = svg.find("<rect"); p != std::string::npos; p = svg.find("<rect", p + 1)) ++bars;
+  EXPECT_EQ(bars, 3u);
+  for (const char* label : {">63%<", ">37%<", ">8%<", ">the template change<", ">interaction<"}) {
+    EXPECT_NE(svg.find(label), std::string::npos) << label;
+  }
+  EXPECT_NE(html.find(HtmlEscape(
+                "Two causes: the template change explains 63% (55-71%) of the p99 increase, the "
+                "traffic surge 37% (29-45%); their interaction is 8% of the increase")),
+            std::string::npos);
+  // Not run: the reason, no chart.
+  DiagnosisReport none;
+  none.verdict = Verdict::kRegression;
+  none.attribution.not_run_reason = "metrics only";
+  const std::string plain = RenderHtml(none);
+  EXPECT_NE(plain.find("Attribution not run: metrics only."), std::string::npos);
+  EXPECT_EQ(plain.find("chart-shares"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ttft

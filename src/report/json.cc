@@ -30,6 +30,54 @@ nlohmann::json TermsJson(const TermQuantiles& t) {
   return j;
 }
 
+// The counterfactual replay (ttft/attribution.h) and its lines as the other formats
+// print them (report::AttributionLines).
+nlohmann::json AttributionJson(const DiagnosisReport& r) {
+  const Attribution& a = r.attribution;
+  const report::AttributionText t = report::AttributionLines(r);
+  nlohmann::json factors = nlohmann::json::array();
+  for (const FactorShare& f : a.factors) {
+    factors.push_back({{"factor", std::string(ToString(f.factor))},
+                       {"hypothesis", f.hypothesis},
+                       {"cause", f.cause},
+                       {"change", f.change},
+                       {"share", J(f.share)},
+                       {"share_ci", {J(f.share_lo), J(f.share_hi)}},
+                       {"single_share", J(f.single_share)},
+                       {"alone_p99_s", J(f.alone_p99_s)}});
+  }
+  return {{"run", a.run},
+          {"not_run_reason", a.not_run_reason},
+          {"headline", t.headline},
+          {"method", a.method},
+          {"seeds", a.seeds},
+          {"replays", a.replays},
+          {"requests_baseline", a.requests_baseline},
+          {"requests_incident", a.requests_incident},
+          {"factors", factors},
+          {"interaction", J(a.interaction)},
+          {"interaction_ci", {J(a.interaction_lo), J(a.interaction_hi)}},
+          {"unexplained", J(a.unexplained)},
+          {"checks",
+           {{"observed_before_p99_s", J(a.observed_before_p99_s)},
+            {"observed_before_ci_s", {J(a.observed_before_lo_s), J(a.observed_before_hi_s)}},
+            {"observed_after_p99_s", J(a.observed_after_p99_s)},
+            {"observed_after_ci_s", {J(a.observed_after_lo_s), J(a.observed_after_hi_s)}},
+            {"replay_none_p99_s", J(a.replay_none_p99_s)},
+            {"replay_all_p99_s", J(a.replay_all_p99_s)},
+            {"replay_all_range_s", {J(a.replay_all_min_s), J(a.replay_all_max_s)}},
+            {"incident_reproduced", a.incident_check_ok},
+            {"baseline_within_noise", a.baseline_check_ok}}},
+          {"assumptions", a.assumptions},
+          {"not_factors", a.not_factors},
+          {"text",
+           {{"headline", t.headline},
+            {"causes", t.causes},
+            {"mitigations", t.mitigations},
+            {"checks", t.checks},
+            {"notes", t.notes}}}};
+}
+
 nlohmann::json StatsJson(const WindowStats& w) {
   return {
       {"from_s", J(w.from_s)},
@@ -185,6 +233,7 @@ nlohmann::json ReportJson(const DiagnosisReport& r) {
         {"observed_queue_mean_after_s", J(m.observed_queue_mean_after_s)},
         {"verdict", m.verdict},
         {"sentence", m.sentence}}},
+      {"attribution", AttributionJson(r)},
       {"actions", actions},
       {"annotations", ann},
       {"suspect_changes", sus},

@@ -73,6 +73,18 @@ std::string RenderMarkdown(const DiagnosisReport& r) {
                        Markdown(h.splitting_metric), Markdown(h.next_check));
     }
   }
+  {
+    const report::AttributionText at = report::AttributionLines(r);
+    o += "\n## Attribution by counterfactual replay\n\n";
+    o += Markdown(at.headline) + "\n\n";
+    for (const std::string& l : at.causes) o += fmt::format("- {}\n", Markdown(l));
+    if (!at.mitigations.empty()) o += "\nMitigations, in order of share:\n\n";
+    for (size_t k = 0; k < at.mitigations.size(); ++k)
+      o += fmt::format("{}. {}\n", k + 1, Markdown(at.mitigations[k]));
+    if (!at.checks.empty() || !at.notes.empty()) o += "\n";
+    for (const std::string& l : at.checks) o += fmt::format("- {}\n", Markdown(l));
+    for (const std::string& l : at.notes) o += fmt::format("- {}\n", Markdown(l));
+  }
   o += "\n## 5. Where it lives\n\n";
   if (r.hypotheses_assessed && !report::StatesShares(r)) {
     o += r.contributions.empty()

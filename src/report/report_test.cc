@@ -188,6 +188,51 @@ TEST(Report, InsufficientDataRanksNoHypothesisInAnyFormat) {
   EXPECT_EQ(full->hypotheses.front().id, "prefix_cache_collapse");
 }
 
+// Issue 13, bad input: spans without output token counts. The replay cannot run; the
+// attribution says which field is missing, in every format, and the rest of the report
+// stands (the verdict, the ranked cause).
+TEST(Report, AttributionNamesAMissingFieldAndTheRestStands) {
+  SpanTable t;
+  FillTwoWindows(t, [](Span& s, const SyntheticRow& row) {
+    if (row.marked) s.tenant = "acme";
+    if (row.after && row.marked) {
+      s.template_version = "app@v2";
+      s.cached_tokens = 0;
+      s.queue_s += 1.0 + (row.i % 7) * 0.2;
+    }
+    s.output_tokens = -1;
+  });
+  auto rep = Diagnose(TwoWindowInput(t));
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  EXPECT_EQ(rep->verdict, Verdict::kRegression);
+  ASSERT_FALSE(rep->hypotheses.empty());
+  EXPECT_EQ(rep->hypotheses[0].id, "prefix_cache_collapse");
+  EXPECT_FALSE(rep->attribution.run);
+  EXPECT_NE(rep->attribution.not_run_reason.find("output_tokens missing on 100% of the baseline"),
+            std::string::npos)
+      << rep->attribution.not_run_reason;
+  for (const std::string& out :
+       {RenderText(*rep, false), RenderMarkdown(*rep), RenderJson(*rep), RenderHtml(*rep)}) {
+    EXPECT_NE(out.find("Attribution not run: output_tokens missing"), std::string::npos) << out;
+    EXPECT_NE(out.find("prefix_cache_collapse"), std::string::npos);
+  }
+  // With the field, the same incident is attributed to the cache, in every format.
+  SpanTable u;
+  FillTwoWindows(u, [](Span& s, const SyntheticRow& row) {
+    if (row.marked) s.tenant = "acme";
+    if (row.after && row.marked) {
+      s.template_version = "app@v2";
+      s.cached_tokens = 0;
+      s.queue_s += 1.0 + (row.i % 7) * 0.2;
+    }
+  });
+  auto full = Diagnose(TwoWindowInput(u));
+  ASSERT_TRUE(full.ok());
+  EXPECT_TRUE(full->attribution.run) << full->attribution.not_run_reason;
+  const std::string html = RenderHtml(*full);
+  EXPECT_NE(html.find("<section id=\"attribution\">"), std::string::npos);
+}
+
 TEST(Report, HtmlRendersInHeadlessChromium) {
   const char* chromium = "/usr/bin/chromium";
   if (!std::filesystem::exists(chromium)) {

@@ -78,11 +78,17 @@ bool HasUnescaped(const std::string& s, const std::string& needle) {
   return false;
 }
 
-const std::set<std::string> kHeadings = {
-    "# TTFT regression diagnosis",  "## 1. Mitigate now",       "## 2. Symptoms",
-    "## 3. Decomposition",          "## 4. Ranked hypotheses",  "## 5. Where it lives",
-    "## 6. Why the magnitude fits", "## 7. Fix and prevention", "## Timeline of changes",
-    "## Checks not run and limits"};
+const std::set<std::string> kHeadings = {"# TTFT regression diagnosis",
+                                         "## 1. Mitigate now",
+                                         "## 2. Symptoms",
+                                         "## 3. Decomposition",
+                                         "## 4. Ranked hypotheses",
+                                         "## 5. Where it lives",
+                                         "## 6. Why the magnitude fits",
+                                         "## 7. Fix and prevention",
+                                         "## Timeline of changes",
+                                         "## Checks not run and limits",
+                                         "## Attribution by counterfactual replay"};
 
 TEST(SafeOutput, MarkdownKeepsHostileLabelsAsText) {
   SpanTable t;

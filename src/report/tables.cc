@@ -182,4 +182,64 @@ std::string NothingToFix(const DiagnosisReport& r) {
   return "nothing to fix: no regression";
 }
 
+AttributionText AttributionLines(const DiagnosisReport& r) {
+  const Attribution& a = r.attribution;
+  AttributionText t;
+  t.headline = Headline(a);
+  if (!a.run) return t;
+  auto pct = [](double v) { return numfmt::Pct(v); };
+  const bool shares = a.replay_none_p99_s - a.replay_all_p99_s > 0;
+  for (const FactorShare& f : a.factors) {
+    std::string line = f.cause + " (" + f.hypothesis + ")";
+    if (shares) {
+      line += fmt::format(": {} of the p99 increase", pct(f.share));
+      if (a.seeds > 1 && pct(f.share_lo) != pct(f.share_hi))
+        line += fmt::format(" (95% interval over {} seeds {} to {})", a.seeds, pct(f.share_lo),
+                            pct(f.share_hi));
+      line += fmt::format("; restored alone, the p99 would be {} ({} of the increase)",
+                          numfmt::Secs(f.alone_p99_s), pct(f.single_share));
+    }
+    if (!f.change.empty()) line += "; what moved: " + f.change;
+    t.causes.push_back(std::move(line));
+    const Hypothesis* h = nullptr;
+    for (const Hypothesis& x : r.hypotheses) {
+      if (x.id == f.hypothesis) h = &x;
+    }
+    if (h != nullptr && !h->fix.empty()) {
+      t.mitigations.push_back(shares ? fmt::format("{} ({}): {}", f.cause, pct(f.share), h->fix)
+                                     : fmt::format("{}: {}", f.cause, h->fix));
+    }
+  }
+  if (shares && a.factors.size() > 1) {
+    t.causes.push_back(fmt::format(
+        "interaction: {} of the increase (95% interval {} to {}) is what no cause explains "
+        "alone (the increase less the sum of the single effects); the shares above include it",
+        pct(a.interaction), pct(a.interaction_lo), pct(a.interaction_hi)));
+  }
+  t.checks.push_back(fmt::format(
+      "model check, incident: the replay as observed gives a p99 of {} against {} observed (95% "
+      "CI {} to {}): {}",
+      numfmt::Secs(a.replay_none_p99_s), numfmt::Secs(a.observed_after_p99_s),
+      numfmt::Secs(a.observed_after_lo_s), numfmt::Secs(a.observed_after_hi_s),
+      a.incident_check_ok ? "reproduced" : "NOT reproduced: shares are of the replayed increase"));
+  t.checks.push_back(fmt::format(
+      "model check, baseline: every cause restored gives a p99 of {} ({} to {} over seeds) "
+      "against the baseline's {} (95% CI {} to {}): {}",
+      numfmt::Secs(a.replay_all_p99_s), numfmt::Secs(a.replay_all_min_s),
+      numfmt::Secs(a.replay_all_max_s), numfmt::Secs(a.observed_before_p99_s),
+      numfmt::Secs(a.observed_before_lo_s), numfmt::Secs(a.observed_before_hi_s),
+      a.baseline_check_ok ? "within its noise" : "NOT within its noise"));
+  if (a.unexplained > 0.05) {
+    t.checks.push_back(fmt::format(
+        "{} of the observed p99 increase is not reproduced by restoring these causes (a cause "
+        "the replay cannot restore, or the model's error)",
+        pct(a.unexplained)));
+  }
+  t.notes.push_back(fmt::format("method: {}; {} replays of {} baseline and {} incident requests",
+                                a.method, a.replays, a.requests_baseline, a.requests_incident));
+  for (const std::string& s : a.assumptions) t.notes.push_back("assumed: " + s);
+  for (const std::string& s : a.not_factors) t.notes.push_back("not replayed: " + s);
+  return t;
+}
+
 }  // namespace ttft::report

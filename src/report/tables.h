@@ -69,6 +69,18 @@ TermShares Shares(const DiagnosisReport& r);
 // contribution already names (a contribution of a new label value says so itself).
 std::vector<std::string> WhereItLives(const DiagnosisReport& r);
 
+// The attribution's lines (ttft/attribution.h), as every renderer prints them and the
+// JSON report carries them (attribution.text): the headline (ttft::Headline); one line
+// per cause in order of share: its share and interval, its single effect and what
+// moved; the mitigation of each cause (its hypothesis' fix) in the same order; the two
+// model checks with their numbers; the method, the assumptions and the changes the
+// replay could not assess. Only the headline when it did not run.
+struct AttributionText {
+  std::string headline;
+  std::vector<std::string> causes, mitigations, checks, notes;
+};
+AttributionText AttributionLines(const DiagnosisReport& r);
+
 // Section 7 when there are no actions: "nothing to fix: no regression", or, for too
 // few requests, that there is nothing to act on yet. No trailing period.
 std::string NothingToFix(const DiagnosisReport& r);

@@ -94,6 +94,17 @@ std::string RenderText(const DiagnosisReport& r, bool colour) {
                        Safe(h.splitting_metric), Safe(h.next_check));
     }
   }
+  {
+    const report::AttributionText at = report::AttributionLines(r);
+    o += fmt::format("\n{}Attribution by counterfactual replay{}\n", bold, reset);
+    o += fmt::format("  {}\n", Safe(at.headline));
+    for (const std::string& l : at.causes) o += fmt::format("  - {}\n", Safe(l));
+    if (!at.mitigations.empty()) o += "  Mitigations, in order of share:\n";
+    for (size_t k = 0; k < at.mitigations.size(); ++k)
+      o += fmt::format("    {}. {}\n", k + 1, Safe(at.mitigations[k]));
+    for (const std::string& l : at.checks) o += fmt::format("  - {}\n", Safe(l));
+    for (const std::string& l : at.notes) o += fmt::format("  - {}\n", Safe(l));
+  }
   o += fmt::format("\n{}5. Where it lives{}\n", bold, reset);
   if (!r.hypotheses_assessed) {
     o += "  not assessed: too few requests to credit any group with a tail increase\n";
