@@ -75,8 +75,12 @@ std::optional<InputFormat> ParseInputFormat(std::string_view s);
 InputFormat DetectFormat(std::string_view head);
 // DetectFormat with the file's name: a ".prom" or ".prom.gz" file is Prometheus text
 // whatever its first bytes (a scrape without HELP and TYPE lines looked like CSV and
-// had every line skipped); any other name is detected from `head`.
-InputFormat DetectFormatOf(std::string_view path, std::string_view head);
+// had every line skipped); any other name is detected from `head`. With `guess_note`,
+// says what it chose when it had to guess: no format recognised in `head` (read as span
+// JSONL), or content that contradicts a .csv/.jsonl/.json name ("named .csv, reads as
+// jsonl"); empty otherwise.
+InputFormat DetectFormatOf(std::string_view path, std::string_view head,
+                           std::string* guess_note = nullptr);
 
 // Files read whole (a Prometheus scrape, a query result, an events file): at most
 // 1 GiB after decompression. Span files stream and have no size limit; their lines

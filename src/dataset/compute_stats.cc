@@ -73,7 +73,7 @@ Result<std::vector<std::string>> ExpandFolders(std::span<const std::string> path
 
 Result<StatsResult> ComputeStats(std::span<const std::string> given, const StatsRequest& req) {
   TTFT_ASSIGN_OR_RETURN(const std::vector<std::string> expanded, ExpandFolders(given));
-  ReadReport repeated;  // warnings for the inputs given twice
+  ReadReport repeated;  // warnings about the inputs: given twice, format guessed
   const std::vector<std::string> unique = DropRepeatedInputs(expanded, repeated);
   const std::span<const std::string> paths(unique);
   const bool live = !req.prometheus_url.empty();
@@ -95,7 +95,9 @@ Result<StatsResult> ComputeStats(std::span<const std::string> given, const Stats
         return Status::NotFound(fmt::format("{}: no such file", paths.front()));
       }
       TTFT_ASSIGN_OR_RETURN(std::string head, ReadInputHead(paths.front(), 1 << 16));
-      kind = DetectFormatOf(paths.front(), head);
+      std::string guess;
+      kind = DetectFormatOf(paths.front(), head, &guess);
+      if (!guess.empty()) repeated.warnings.push_back(std::move(guess));
     }
   }
   StatsResult out;

@@ -165,7 +165,9 @@ Status LoadInput(const std::string& in, const LoadOptions& options, Dataset& dat
       // The first 64 KB tell the format; reading the whole file here would hold a
       // multi-GB span file in memory twice.
       TTFT_ASSIGN_OR_RETURN(std::string head, ReadInputHead(in, 1 << 16));
-      kind = DetectFormatOf(in, head);
+      std::string guess;
+      kind = DetectFormatOf(in, head, &guess);
+      if (!guess.empty()) data.report.warnings.push_back(std::move(guess));
     }
   }
   if (kind == InputFormat::kProm) {

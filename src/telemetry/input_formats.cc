@@ -2,6 +2,8 @@
 // formats (ttft/input.h): DetectFormat, ToString(InputFormat), ParseInputFormat.
 #include "telemetry/input_formats.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cctype>
 
@@ -34,9 +36,33 @@ const InputFormatRow* FindInputFormat(InputFormat format) {
 
 }  // namespace internal
 
-InputFormat DetectFormatOf(std::string_view path, std::string_view head) {
+InputFormat DetectFormatOf(std::string_view path, std::string_view head, std::string* guess_note) {
+  if (guess_note != nullptr) guess_note->clear();
   if (path.ends_with(".prom") || path.ends_with(".prom.gz")) return InputFormat::kProm;
-  return DetectFormat(head);
+  const InputFormat found = DetectFormat(head);
+  if (guess_note == nullptr) return found;
+  std::string_view name = path;
+  if (name.ends_with(".gz")) name.remove_suffix(3);
+  // Span JSONL is both a detected format (JSON lines) and the fallback: it was a guess
+  // when the head is not JSON at all.
+  std::string_view rest = head;
+  if (rest.starts_with("\xEF\xBB\xBF")) rest.remove_prefix(3);
+  while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) {
+    rest.remove_prefix(1);
+  }
+  const bool json = rest.starts_with('{') || rest.starts_with('[');
+  if (found == InputFormat::kSpanJsonl && !json && !rest.empty()) {
+    *guess_note = fmt::format(
+        "{}: no input format recognised in its first bytes: read as span JSONL (choose one with "
+        "--input-format)",
+        path);
+  } else if ((name.ends_with(".csv") && found != InputFormat::kCsv) ||
+             ((name.ends_with(".jsonl") || name.ends_with(".json")) &&
+              found == InputFormat::kCsv)) {
+    *guess_note = fmt::format("{}: the name says {} but the content reads as {}: read as {}", path,
+                              name.substr(name.rfind('.') + 1), ToString(found), ToString(found));
+  }
+  return found;
 }
 
 InputFormat DetectFormat(std::string_view head) {

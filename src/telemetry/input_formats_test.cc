@@ -44,6 +44,28 @@ TEST(InputFormats, DetectionOrder) {
   EXPECT_EQ(DetectFormat("request_id,ttft s\n"), InputFormat::kCsv);
 }
 
+// Detection says what it chose when it guessed: nothing recognised (the span JSONL
+// fallback), or content that contradicts the name; nothing when name and content agree.
+TEST(InputFormats, DetectionSaysWhenItGuessed) {
+  std::string note;
+  EXPECT_EQ(DetectFormatOf("x.bin", "\x01\x02garbage", &note), InputFormat::kSpanJsonl);
+  EXPECT_NE(note.find("x.bin: no input format recognised"), std::string::npos) << note;
+  EXPECT_NE(note.find("--input-format"), std::string::npos) << note;
+  EXPECT_EQ(DetectFormatOf("spans.csv", "{\"request_id\":\"a\"}\n", &note),
+            InputFormat::kSpanJsonl);
+  EXPECT_EQ(note, "spans.csv: the name says csv but the content reads as jsonl: read as jsonl");
+  EXPECT_EQ(DetectFormatOf("spans.jsonl.gz", "{\"request_id\":\"a\"}\n", &note),
+            InputFormat::kSpanJsonl);
+  EXPECT_EQ(note, "");
+  EXPECT_EQ(DetectFormatOf("t.csv", "request_id,ttft_s\na,0.1\n", &note), InputFormat::kCsv);
+  EXPECT_EQ(note, "");
+  EXPECT_EQ(DetectFormatOf("empty.jsonl", "", &note), InputFormat::kSpanJsonl);
+  EXPECT_EQ(note, "");  // empty: nothing to guess about (reported as nothing usable)
+  note = "stale";
+  EXPECT_EQ(DetectFormatOf("a.prom", "request_id,ttft_s\n", &note), InputFormat::kProm);
+  EXPECT_EQ(note, "");
+}
+
 TEST(InputFormats, NamesRoundTrip) {
   std::set<std::string_view> names;
   for (const internal::InputFormatRow& row : internal::InputFormats()) {
