@@ -50,8 +50,10 @@ Runner RegisterDiagnose(CLI::App& app) {
   app.add_option("--gpu", o->gpu, "GPU preset for the cost model (default h100-sxm)");
   app.add_option("--dtype", o->dtype, "fp8 or bf16 (default fp8)");
   app.add_option("--tp", o->tp, "Tensor-parallel degree (default 2)");
-  app.add_option("--calibration", o->calibration,
-                 "Calibration profile (ttft calibrate) for the magnitude check's cost model");
+  app.add_option(
+      "--calibration", o->calibration,
+      "Calibration profile (ttft calibrate) for the cost model of the magnitude check and "
+      "the counterfactual replay");
   app.add_option("--min-requests", o->min_requests, "Ok requests a window needs for a p99")
       ->capture_default_str();
   app.add_flag("--no-attribution", o->no_attribution,
@@ -70,6 +72,7 @@ Runner RegisterDiagnose(CLI::App& app) {
     if (!o->calibration.empty()) {
       TTFT_ASSIGN_OR_RETURN(CalibrationProfile prof, ReadCalibrationProfile(o->calibration));
       options.cost = prof.cost;
+      options.attribution.cost = prof.cost;  // the replay's engines too
     }
     options.min_ok_requests = o->min_requests;
     options.attribute = !o->no_attribution;
