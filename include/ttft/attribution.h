@@ -88,7 +88,7 @@ struct AttributionOptions {
   // at least), and the report says so. A replay costs about 2.7 ms per replica (its
   // KV block pool) plus 2 us per request (docs/performance.md, "Attribution").
   double budget_s = 3.0;
-  int permutations = 6;             // per seed, when sampling (3 antithetic pairs)
+  int permutations = 6;  // per seed, when sampling (3 antithetic pairs)
 };
 
 // One candidate factor and its share of the p99 increase.

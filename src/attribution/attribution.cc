@@ -750,8 +750,8 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
       for (int p = 0; p < perms; p += 2) {
         std::iota(order.begin(), order.end(), 0);
         for (int i = k - 1; i > 0; --i) {
-          const int j =
-              static_cast<int>(Uniform(seed, static_cast<uint64_t>(p * 64 + i), 9) * (i + 1));
+          const int j = static_cast<int>(
+              Uniform(seed, static_cast<uint64_t>(p) * 64 + static_cast<uint64_t>(i), 9) * (i + 1));
           std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(std::min(j, i))]);
         }
         for (int rev = 0; rev < 2; ++rev) {

@@ -69,7 +69,7 @@ Result<CalibrationProfile> ParseCalibrationProfile(std::string_view yaml, const 
         }
         version = true;
       } else if (key == "cost") {
-        const YAML::Node cost = vnode;
+        const YAML::Node& cost = vnode;
         if (!cost.IsMap()) return Err(name, Line(cost), "cost", "expected a map of parameters");
         for (const auto& ckv : cost) {
           const YAML::Node cfirst = ckv.first, csecond = ckv.second;
@@ -87,7 +87,7 @@ Result<CalibrationProfile> ParseCalibrationProfile(std::string_view yaml, const 
           if (!csecond.IsScalar()) {
             return Err(name, Line(csecond), "cost." + k, "expected a number");
           }
-          const std::string v = csecond.Scalar();
+          const std::string& v = csecond.Scalar();
           char* end = nullptr;
           const double x = std::strtod(v.c_str(), &end);
           if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(x)) {
