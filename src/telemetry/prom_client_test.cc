@@ -18,6 +18,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "telemetry/prometheus_process_testing.h"
 #include "ttft/metrics.h"
@@ -74,6 +75,20 @@ PromClientOptions FastOptions() {
   return o;
 }
 
+// One instant query against `url` with FastOptions but `timeout_s` and `attempts`:
+// its result and the seconds it took.
+std::pair<Result<std::vector<PromSeries>>, double> TimedQuery(const std::string& url,
+                                                              double timeout_s, int attempts) {
+  PromClientOptions o = FastOptions();
+  o.timeout_s = timeout_s;
+  o.max_attempts = attempts;
+  auto client = PromClient::Create(url, o);
+  if (!client.ok()) return {client.status(), 0.0};
+  const auto t0 = Clock::now();
+  auto r = client->Query("up", 1700000000);
+  return {std::move(r), Since(t0)};
+}
+
 // ---------------------------------------------------------------------------
 // Error handling (no Prometheus needed)
 // ---------------------------------------------------------------------------
@@ -109,14 +124,7 @@ TEST(PromClient, ReadTimeoutIsRetriedThenUnavailable) {
                     "application/json");
   });
   ASSERT_GT(slow.Start(), 0);
-  PromClientOptions o = FastOptions();
-  o.timeout_s = 0.2;
-  o.max_attempts = 2;
-  auto client = PromClient::Create(slow.url(), o);
-  ASSERT_TRUE(client.ok());
-  const auto t0 = Clock::now();
-  auto r = client->Query("up", 1700000000);
-  const double dt = Since(t0);
+  const auto [r, dt] = TimedQuery(slow.url(), 0.2, 2);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(r.status().message().find("after 2 attempts"), std::string::npos)
@@ -142,14 +150,7 @@ TEST(PromClient, SlowDripBodyIsBoundedByTheTimeoutPerAttempt) {
     });
   });
   ASSERT_GT(drip.Start(), 0);
-  PromClientOptions o = FastOptions();
-  o.timeout_s = 0.4;
-  o.max_attempts = 2;
-  auto client = PromClient::Create(drip.url(), o);
-  ASSERT_TRUE(client.ok());
-  const auto t0 = Clock::now();
-  auto r = client->Query("up", 1700000000);
-  const double dt = Since(t0);
+  const auto [r, dt] = TimedQuery(drip.url(), 0.4, 2);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(r.status().message().find("no complete response within 0.4 s"), std::string::npos)
