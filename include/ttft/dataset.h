@@ -159,6 +159,17 @@ Status LoadDataset(std::span<const std::string> paths, const LoadOptions& option
 // that do not exist are kept (their readers report them).
 std::vector<std::string> DropRepeatedInputs(std::span<const std::string> paths, ReadReport& report);
 
+// Removes from `table` the rows of a later file that repeat a row of an earlier one:
+// the same request given twice in two files (an overlapping export, the same spans as
+// CSV and JSONL). `file_end_rows[k]` is the table size after file k, `files[k]` its name.
+// A repeat is a row equal in arrival time (exactly), every duration, every token count,
+// status and every label; each one removed is counted in `report` (category
+// "duplicate request (in two files)", records_read decreased) with the file that
+// repeats it. Within one file the readers catch duplicate request ids instead.
+// REQUIRES: file_end_rows non-decreasing, the last equal to table.size().
+void DropRequestsRepeatedAcrossFiles(SpanTable& table, std::span<const size_t> file_end_rows,
+                                     std::span<const std::string> files, ReadReport& report);
+
 // The spans and metric series (of all scrapes) in `data`: what LoadDataset requires
 // to be > 0.
 int64_t UsableRecords(const Dataset& data);

@@ -46,10 +46,11 @@ struct ReadReport {
   std::map<std::string, int64_t> skipped_by_category;
   std::vector<std::string> warnings;  // file-level doubts (e.g. units), not skipped records
 
-  // Records a skipped record. `category` is a short stable key ("malformed json").
+  // Records a skipped record. `category` is a short stable key ("malformed json"). The
+  // file and reason kept are valid UTF-8 (other bytes become visible \xNN escapes).
   void Skip(std::string_view file, int64_t line, std::string_view category, std::string reason);
   // "N records skipped: 3 malformed json, 1 duplicate request_id; first: f:12: ..."
-  // Empty when nothing was skipped and there are no warnings.
+  // Empty when nothing was skipped and there are no warnings. Valid UTF-8.
   std::string Summary() const;
 };
 

@@ -43,6 +43,9 @@ Result<MeasurementRow> ParseBenchServeJson(std::string_view text, const std::str
     const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
     return Status::Invalid(
         fmt::format("{}:{}: not JSON (a vllm bench serve result): {}", name, line, e.what()));
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number beyond a double (8e500)
+    return Status::Invalid(
+        fmt::format("{}: not a usable vllm bench serve result: {}", name, e.what()));
   }
   if (!j.is_object()) {
     return Status::Invalid(

@@ -66,6 +66,11 @@ TEST(BenchServeJson, ErrorsNameTheField) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("run.json:3: not JSON"), std::string::npos)
       << r.status().message();
+  // A number beyond a double is an error, not an exception (found by calibrate_fuzz).
+  r = ParseBenchServeJson("8e500", "run.json", a);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("run.json: not a usable"), std::string::npos)
+      << r.status().message();
 }
 
 // Two synthetic runs simulated with known parameters are the "measurements": the fit

@@ -33,9 +33,12 @@ Status SummarizeSpanInputs(std::span<const std::string> paths, const StatsReques
     return Status::Ok();
   }
   SpanTable table;
+  std::vector<size_t> end_rows;
   for (const std::string& in : paths) {
     TTFT_RETURN_IF_ERROR(ReadSpanTable(in, req.load.read, table, out.report));
+    end_rows.push_back(table.size());
   }
+  DropRequestsRepeatedAcrossFiles(table, end_rows, paths, out.report);
   table.ShrinkToFit();
   TTFT_ASSIGN_OR_RETURN(out.groups, SummarizeSpans(table, req.summary));
   return Status::Ok();

@@ -212,6 +212,32 @@ TEST(LoadDataset, InputsGivenTwiceCountOnce) {
   EXPECT_EQ(data.report.warnings.size(), 2u);
 }
 
+// Two exports that overlap (the same requests in two files, here one as JSONL and one
+// as CSV): each repeated request counts once, and the repeat is reported with the file.
+TEST(LoadDataset, RequestsRepeatedAcrossFilesCountOnce) {
+  const fs::path d = TempDir("overlap");
+  Write(d / "a.jsonl",
+        "{\"request_id\":\"r1\",\"arrival_s\":1,\"queue_s\":0.1,\"prefill_s\":0.2,"
+        "\"ttft_s\":0.3,\"tenant\":\"t\"}\n"
+        "{\"request_id\":\"r2\",\"arrival_s\":2,\"queue_s\":0.1,\"prefill_s\":0.2,"
+        "\"ttft_s\":0.3,\"tenant\":\"t\"}\n");
+  Write(d / "b.csv",
+        "request_id,arrival_s,queue_s,prefill_s,ttft_s,tenant\n"
+        "r2,2,0.1,0.2,0.3,t\n"    // r2 again
+        "r3,3,0.1,0.2,0.3,t\n"    // new
+        "r4,3,0.1,0.2,0.3,t\n"    // equal to r3 in every column: within one file, kept
+        "r5,3,0.1,0.2,0.3,u\n");  // another tenant: not a repeat
+  Dataset data;
+  const std::vector<std::string> paths = {(d / "a.jsonl").string(), (d / "b.csv").string()};
+  ASSERT_TRUE(LoadDataset(paths, {}, data).ok());
+  EXPECT_EQ(data.spans.size(), 5u);
+  EXPECT_EQ(data.report.records_read, 5);
+  EXPECT_EQ(data.report.skipped_by_category["duplicate request (in two files)"], 1);
+  ASSERT_FALSE(data.report.issues.empty());
+  EXPECT_EQ(data.report.issues.back().file, paths[1]);
+  EXPECT_NE(data.report.issues.back().reason.find(paths[0]), std::string::npos);
+}
+
 // Scrapes with no time given newest first (a shell glob over names without times):
 // ordered by their counters, with a warning, instead of reading the decrease as a
 // restart. A true restart (no order makes every counter grow) keeps the order given.

@@ -276,9 +276,13 @@ void OrderScrapesByCounters(std::vector<MetricSnapshot>& snaps, ReadReport& repo
 }
 
 Status LoadDataset(std::span<const std::string> paths, const LoadOptions& options, Dataset& data) {
-  for (const std::string& p : DropRepeatedInputs(paths, data.report)) {
+  const std::vector<std::string> unique = DropRepeatedInputs(paths, data.report);
+  std::vector<size_t> end_rows;
+  for (const std::string& p : unique) {
     TTFT_RETURN_IF_ERROR(LoadInput(p, options, data));
+    end_rows.push_back(data.spans.size());
   }
+  DropRequestsRepeatedAcrossFiles(data.spans, end_rows, unique, data.report);
   FinishLoading(data);
   if (paths.empty()) return Status::Ok();
   return RequireUsableRecords(paths, UsableRecords(data), data.report);

@@ -431,8 +431,14 @@ Result<MetricSnapshot> ParseExposition(std::string_view text, const ExpositionPa
       double inf_count = std::numeric_limits<double>::quiet_NaN();
       bool monotonic = true;
       double prev = -kInf;
-      for (const auto& [le, c] : hb.buckets) {
-        if (c < prev) monotonic = false;
+      for (auto [le, c] : hb.buckets) {
+        // A count below the one of a smaller bound is raised to it, as PromQL's
+        // histogram_quantile does (ensureMonotonic in promql/quantile.go), so no bucket
+        // holds a negative number of observations.
+        if (c < prev) {
+          monotonic = false;
+          c = prev;
+        }
         prev = c;
         if (std::isinf(le) && le > 0) {
           inf_count = c;
@@ -448,9 +454,16 @@ Result<MetricSnapshot> ParseExposition(std::string_view text, const ExpositionPa
         continue;
       }
       series.histogram.count = std::isnan(inf_count) ? hb.count : inf_count;
+      const auto& cum = series.histogram.cumulative_counts;
+      if (!cum.empty() && series.histogram.count < cum.back()) {  // a _count below a bucket
+        monotonic = false;
+        series.histogram.count = cum.back();
+      }
       if (!monotonic) {
-        report.warnings.push_back(fmt::format("{}:{}: {}: bucket counts decrease with le",
-                                              options.source, hb.line, f.name));
+        report.warnings.push_back(fmt::format(
+            "{}:{}: {}: bucket counts decrease with le: each raised to the count of the bound "
+            "below it, as histogram_quantile does",
+            options.source, hb.line, f.name));
       }
       f.series.push_back(std::move(series));
       ++report.records_read;

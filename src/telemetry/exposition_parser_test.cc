@@ -126,6 +126,26 @@ TEST(Exposition, ManyLabelsOnOneLineParseInLinearTime) {
   EXPECT_NE(Family(s, "m3"), nullptr);  // parses, kept with a warning
 }
 
+// Buckets out of order with counts that then decrease (found by exposition_fuzz on a
+// damaged real SGLang scrape): raised to the count below, as histogram_quantile does,
+// with a warning, so no bucket holds a negative number of observations.
+TEST(Exposition, DecreasingBucketCountsAreRaisedWithAWarning) {
+  ReadReport r;
+  MetricSnapshot s = Parse(
+      "# TYPE h histogram\n"
+      "h_bucket{le=\"1\"} 5\nh_bucket{le=\"3\"} 7\nh_bucket{le=\"2\"} 9\n"
+      "h_bucket{le=\"+Inf\"} 8\nh_sum 4\nh_count 8\n",
+      r);
+  const MetricFamily* h = Family(s, "h");
+  ASSERT_NE(h, nullptr);
+  const HistogramValue& v = h->series[0].histogram;
+  EXPECT_EQ(v.upper_bounds, (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(v.cumulative_counts, (std::vector<double>{5, 9, 9}));
+  EXPECT_EQ(v.count, 9);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("bucket counts decrease with le"), std::string::npos);
+}
+
 TEST(WindowDelta, CounterResetLikeIncrease) {
   ReadReport r;
   std::vector<MetricSnapshot> snaps = {

@@ -6,16 +6,28 @@
 #include <algorithm>
 
 #include "telemetry/input_stream.h"
+#include "ttft/format.h"
 #include "ttft/input.h"
 
 namespace ttft {
+
+namespace {
+
+// `s`, or when it is not UTF-8 its terminal form (bytes as visible \xNN escapes).
+std::string Utf8(std::string_view s) {
+  return escape::IsValidUtf8(s) ? std::string(s) : escape::Terminal(s);
+}
+
+}  // namespace
 
 void ReadReport::Skip(std::string_view file, int64_t line, std::string_view category,
                       std::string reason) {
   ++records_skipped;
   ++skipped_by_category[std::string(category)];
   if (issues.size() < kMaxIssues) {
-    issues.push_back(RecordIssue{std::string(file), line, std::move(reason)});
+    // Reasons quote the data: bytes that are not UTF-8 are kept as visible escapes, so
+    // every issue can be written as JSON and shown on a terminal.
+    issues.push_back(RecordIssue{Utf8(file), line, Utf8(reason)});
   }
 }
 
@@ -29,7 +41,7 @@ std::string ReadReport::Summary() const {
       first = false;
     }
     for (const RecordIssue& issue : issues) {
-      out += fmt::format("\n  {}:{}: {}", issue.file, issue.line, issue.reason);
+      out += fmt::format("\n  {}:{}: {}", Utf8(issue.file), issue.line, Utf8(issue.reason));
     }
     if (static_cast<int64_t>(issues.size()) < records_skipped) {
       out +=
@@ -38,7 +50,7 @@ std::string ReadReport::Summary() const {
   }
   for (const std::string& w : warnings) {
     if (!out.empty()) out += '\n';
-    out += "warning: " + w;
+    out += "warning: " + Utf8(w);
   }
   return out;
 }
