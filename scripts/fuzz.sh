@@ -25,6 +25,15 @@ run_target() {
   local corpus=fuzz/$name
   mkdir -p "$work"
   [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+  # Real files from ../shared/data seed the readers when it is there (never copied into
+  # the repository: the checked-in seeds are written by the project).
+  local shared=../shared/data/real-telemetry
+  if [ -d "$shared" ]; then
+    case $name in
+      exposition_fuzz) cp "$shared"/*.prom "$work"/ 2> /dev/null || true ;;
+      span_otlp_fuzz) cp "$shared"/*otlp*.json* "$shared"/*sink*.jsonl "$work"/ 2> /dev/null || true ;;
+    esac
+  fi
   # -max_total_time bounds the run; the outer timeout bounds a hung process.
   if timeout $((SECONDS_PER_TARGET + 120)) ./"$BUILD"/"$name" \
       -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
