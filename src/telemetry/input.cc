@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "telemetry/input_stream.h"
 #include "ttft/format.h"
@@ -27,7 +28,8 @@ void ReadReport::Skip(std::string_view file, int64_t line, std::string_view cate
   if (issues.size() < kMaxIssues) {
     // Reasons quote the data: bytes that are not UTF-8 are kept as visible escapes, so
     // every issue can be written as JSON and shown on a terminal.
-    issues.push_back(RecordIssue{Utf8(file), line, Utf8(reason)});
+    if (!escape::IsValidUtf8(reason)) reason = escape::Terminal(reason);
+    issues.push_back(RecordIssue{Utf8(file), line, std::move(reason)});
   }
 }
 
