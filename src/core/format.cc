@@ -5,6 +5,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <ctime>
 #include <string>
 
@@ -99,8 +101,15 @@ bool IsControl(char32_t cp) {
 }  // namespace
 
 bool IsValidUtf8(std::string_view s) {
+  // ASCII runs eight bytes at a time (labels and ids are almost always ASCII).
+  size_t start = 0;
+  for (; start + 8 <= s.size(); start += 8) {
+    uint64_t w = 0;
+    std::memcpy(&w, s.data() + start, 8);
+    if ((w & 0x8080808080808080ULL) != 0) break;
+  }
   char32_t cp = 0;
-  for (size_t i = 0; i < s.size();) {
+  for (size_t i = start; i < s.size();) {
     const size_t len = DecodeUtf8(s, i, &cp);
     if (len == 0) return false;
     i += len;

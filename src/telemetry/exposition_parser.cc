@@ -427,6 +427,15 @@ Result<MetricSnapshot> ParseExposition(std::string_view text, const ExpositionPa
         ++report.records_read;
         continue;
       }
+      // Checked before sorting: NaN has no order.
+      if (std::any_of(hb.buckets.begin(), hb.buckets.end(),
+                      [](const auto& b) { return std::isnan(b.first) || b.first == -kInf; })) {
+        TTFT_RETURN_IF_ERROR(bad(hb.line, "bad bucket bound",
+                                 fmt::format("{}: a bucket's le is -Inf or NaN (a bound must be "
+                                             "a finite number or +Inf)",
+                                             f.name)));
+        continue;
+      }
       std::sort(hb.buckets.begin(), hb.buckets.end());
       double inf_count = std::numeric_limits<double>::quiet_NaN();
       bool monotonic = true;

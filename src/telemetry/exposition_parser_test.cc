@@ -146,6 +146,27 @@ TEST(Exposition, DecreasingBucketCountsAreRaisedWithAWarning) {
   EXPECT_NE(r.warnings[0].find("bucket counts decrease with le"), std::string::npos);
 }
 
+// A bucket bound of -Inf or NaN (found by exposition_fuzz) drops its series with the
+// line, instead of a histogram with a bound that is not a number.
+TEST(Exposition, BucketBoundsMustBeFiniteOrPlusInf) {
+  for (const char* le : {"-inf", "NaN"}) {
+    ReadReport r;
+    MetricSnapshot s =
+        Parse(std::string("# TYPE h histogram\nh_bucket{le=\"1\"} 5\nh_bucket{le=\"") + le +
+                  "\"} 2\nh_bucket{le=\"+Inf\"} 8\nh_sum 4\nh_count 8\n",
+              r);
+    const MetricFamily* h = Family(s, "h");
+    if (std::string(le) == "-inf") {
+      EXPECT_EQ(h, nullptr);
+      EXPECT_EQ(r.skipped_by_category["bad bucket bound"], 1);
+    }
+    if (h != nullptr) {  // NaN: the bucket line itself is refused earlier
+      for (double b : h->series[0].histogram.upper_bounds) EXPECT_TRUE(std::isfinite(b)) << le;
+    }
+    EXPECT_GE(r.records_skipped, 1) << le;
+  }
+}
+
 TEST(WindowDelta, CounterResetLikeIncrease) {
   ReadReport r;
   std::vector<MetricSnapshot> snaps = {

@@ -108,5 +108,20 @@ TEST(InputFormats, SpanReadersRefuseMetricFormats) {
   EXPECT_EQ(sink.n, 1);
 }
 
+// A label that is not UTF-8 (a CSV cell; found by span_csv_fuzz) rejects its record with
+// the line, in every reader, so no label reaches the JSON writers unreadable.
+TEST(InputFormats, LabelsThatAreNotUtf8RejectTheRecord) {
+  SpanTable table;
+  ReadReport report;
+  ASSERT_TRUE(
+      ParseSpans("request_id,ttft_s,replica\na,0.5,r\xd6\nb,0.5,r2\n", "s.csv", {}, table, report)
+          .ok());
+  EXPECT_EQ(table.size(), 1u);
+  EXPECT_EQ(report.skipped_by_category["invalid utf-8"], 1);
+  ASSERT_EQ(report.issues.size(), 1u);
+  EXPECT_EQ(report.issues[0].line, 2);
+  EXPECT_EQ(report.issues[0].reason, "label replica is not valid UTF-8");
+}
+
 }  // namespace
 }  // namespace ttft

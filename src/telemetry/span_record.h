@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ttft/format.h"
 #include "ttft/spans.h"
 
 namespace ttft::internal {
@@ -283,6 +284,17 @@ class RecordContext {
                                   : why.find("clock skew") != std::string::npos ? "ttft < queue"
                                                                                 : "invalid value";
       return Bad(line, category, std::move(why));
+    }
+    // Labels reach JSON and terminals: bytes that are not UTF-8 reject the record (the
+    // JSON readers' parsers already refuse them; CSV and mapped columns do not).
+    for (int k = 0; k < kNumSpanLabels; ++k) {
+      if (!escape::IsValidUtf8(r.labels[k])) {
+        return Bad(line, "invalid utf-8",
+                   fmt::format("label {} is not valid UTF-8", ToString(static_cast<SpanLabel>(k))));
+      }
+    }
+    if (!escape::IsValidUtf8(r.request_id)) {
+      return Bad(line, "invalid utf-8", "request_id is not valid UTF-8");
     }
     if (options_.detect_duplicates && !r.request_id.empty()) {
       const uint64_t h =
