@@ -436,6 +436,16 @@ Result<MetricSnapshot> ParseExposition(std::string_view text, const ExpositionPa
                                              f.name)));
         continue;
       }
+      const auto bad_count = [](double c) { return !(c >= 0) || std::isinf(c); };
+      if ((!std::isnan(hb.count) && bad_count(hb.count)) ||
+          std::any_of(hb.buckets.begin(), hb.buckets.end(),
+                      [&](const auto& b) { return bad_count(b.second); })) {
+        TTFT_RETURN_IF_ERROR(bad(hb.line, "bad value",
+                                 fmt::format("{}: a bucket count or _count is negative, infinite "
+                                             "or NaN",
+                                             f.name)));
+        continue;
+      }
       std::sort(hb.buckets.begin(), hb.buckets.end());
       double inf_count = std::numeric_limits<double>::quiet_NaN();
       bool monotonic = true;

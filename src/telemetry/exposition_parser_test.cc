@@ -165,6 +165,20 @@ TEST(Exposition, BucketBoundsMustBeFiniteOrPlusInf) {
     }
     EXPECT_GE(r.records_skipped, 1) << le;
   }
+  // Nor a count that is not a count (found by exposition_fuzz: a bucket of "inf").
+  for (const char* v : {"inf", "-3", "NaN"}) {
+    ReadReport r;
+    MetricSnapshot s = Parse(std::string("# TYPE h histogram\nh_bucket{le=\"1\"} ") + v +
+                                 "\nh_bucket{le=\"+Inf\"} 8\nh_sum 4\nh_count 8\n",
+                             r);
+    const MetricFamily* h = Family(s, "h");
+    if (h != nullptr) {
+      for (double c : h->series[0].histogram.cumulative_counts) {
+        EXPECT_TRUE(std::isfinite(c) && c >= 0) << v;
+      }
+    }
+    EXPECT_GE(r.records_skipped, 1) << v;
+  }
 }
 
 TEST(WindowDelta, CounterResetLikeIncrease) {
