@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <ctime>
+#include <limits>
 #include <unordered_map>
 
 #include "template/internal.h"
@@ -114,7 +116,10 @@ std::vector<size_t> SliceIndices(int64_t n, const Value* start, const Value* sto
   };
   const int64_t b = clamp(start, st > 0 ? 0 : n - 1, true);
   const int64_t e = clamp(stop, st > 0 ? n : -1, false);
-  for (int64_t i = b; st > 0 ? i < e : i > e; i += st) out.push_back(static_cast<size_t>(i));
+  for (int64_t i = b; st > 0 ? i < e : i > e;) {
+    out.push_back(static_cast<size_t>(i));
+    if (__builtin_add_overflow(i, st, &i)) break;  // past the end either way
+  }
   return out;
 }
 
@@ -151,6 +156,22 @@ class Renderer {
                         ? fmt::format("'{}' is undefined", v.undefined_name())
                         : v.undefined_name());
   }
+
+  // Python's ints are unbounded; templates are rendered with 64-bit ints, and a result
+  // that does not fit is an error rather than a wrapped number.
+  Result<Value> IntOrOverflow(bool overflow, int64_t r, const SourcePos& p) const {
+    if (overflow) return Error(p, "integer overflow (ttft renders 64-bit integers)");
+    return Value(r);
+  }
+  // int(x) of a finite float: truncates; outside the 64-bit range is an overflow error.
+  Result<int64_t> DoubleToInt(double d, const SourcePos& p) const {
+    const double t = std::trunc(d);
+    // 2^63 is exact in a double; every double below it and at or above -2^63 fits.
+    if (!(t >= -0x1p63 && t < 0x1p63))
+      return Error(p, "integer overflow (ttft renders 64-bit integers)");
+    return static_cast<int64_t>(t);
+  }
+  static constexpr int kMaxPrecision = 1000;  // %.Nf: N above this is refused
 
   // ---- scopes ------------------------------------------------------------------------
   Value Lookup(const std::string& name) const {
@@ -504,7 +525,10 @@ class Renderer {
                                           e.kind == Expr::Kind::kNeg ? '-' : '+', TypeName(v)));
         }
         if (e.kind == Expr::Kind::kPos) return IsIntLike(v) ? Value(v.as_int()) : v;
-        return IsIntLike(v) ? Value(-v.as_int()) : Value(-v.as_double());
+        if (!IsIntLike(v)) return Value(-v.as_double());
+        int64_t r = 0;
+        const bool overflow = __builtin_sub_overflow(int64_t{0}, v.as_int(), &r);
+        return IntOrOverflow(overflow, r, e.pos);
       }
       case Expr::Kind::kNot: {
         TTFT_ASSIGN_OR_RETURN(Value v, Eval(*e.a));
@@ -604,7 +628,11 @@ class Renderer {
         }
         return type_error();
       }
-      if (IsIntLike(a) && IsIntLike(b)) return Value(a.as_int() + b.as_int());
+      if (IsIntLike(a) && IsIntLike(b)) {
+        int64_t r = 0;
+        const bool overflow = __builtin_add_overflow(a.as_int(), b.as_int(), &r);
+        return IntOrOverflow(overflow, r, pos);
+      }
       return Value(a.as_double() + b.as_double());
     }
     if (op == "*" && ((a.is_string() && IsIntLike(b)) || (IsIntLike(a) && b.is_string()))) {
@@ -617,10 +645,15 @@ class Renderer {
     if (op == "%" && a.is_string()) return PercentFormat(a, b, pos);
     if (!na || !nb) return type_error();
     const bool ints = IsIntLike(a) && IsIntLike(b);
-    if (op == "-")
-      return ints ? Value(a.as_int() - b.as_int()) : Value(a.as_double() - b.as_double());
-    if (op == "*")
-      return ints ? Value(a.as_int() * b.as_int()) : Value(a.as_double() * b.as_double());
+    if (op == "-" || op == "*") {
+      if (!ints) {
+        return Value(op == "-" ? a.as_double() - b.as_double() : a.as_double() * b.as_double());
+      }
+      int64_t r = 0;
+      const bool overflow = op == "-" ? __builtin_sub_overflow(a.as_int(), b.as_int(), &r)
+                                      : __builtin_mul_overflow(a.as_int(), b.as_int(), &r);
+      return IntOrOverflow(overflow, r, pos);
+    }
     if (op == "/") {
       if (b.as_double() == 0) return Error(pos, "division by zero");
       return Value(a.as_double() / b.as_double());
@@ -628,6 +661,10 @@ class Renderer {
     if (op == "//" || op == "%") {
       if (b.as_double() == 0) return Error(pos, "integer division or modulo by zero");
       if (ints) {
+        // INT64_MIN // -1 is the one quotient that does not fit.
+        if (a.as_int() == std::numeric_limits<int64_t>::min() && b.as_int() == -1) {
+          return op == "//" ? IntOrOverflow(true, 0, pos) : Value(int64_t{0});
+        }
         int64_t q = a.as_int() / b.as_int();
         int64_t r = a.as_int() % b.as_int();
         if (r != 0 && ((r < 0) != (b.as_int() < 0))) {
@@ -641,9 +678,15 @@ class Renderer {
     }
     if (op == "**") {
       if (ints && b.as_int() >= 0) {
+        // Square-and-multiply; |a| >= 2 overflows by exponent 64, so the loop is short.
         int64_t r = 1;
-        for (int64_t i = 0; i < std::min<int64_t>(b.as_int(), 64); ++i) r *= a.as_int();
-        return Value(r);
+        int64_t base = a.as_int();
+        bool overflow = false;
+        for (int64_t e = b.as_int(); e > 0 && !overflow; e >>= 1) {
+          if ((e & 1) != 0) overflow = __builtin_mul_overflow(r, base, &r);
+          if (e > 1 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
+        }
+        return IntOrOverflow(overflow, r, pos);
       }
       return Value(std::pow(a.as_double(), b.as_double()));
     }
@@ -667,6 +710,7 @@ class Renderer {
         prec = 0;
         while (++i < f.size() && std::isdigit(static_cast<unsigned char>(f[i]))) {
           prec = prec * 10 + (f[i] - '0');
+          if (prec > kMaxPrecision) return Error(pos, "format precision too large");
         }
         if (i >= f.size()) return Error(pos, "incomplete format");
       }
@@ -690,9 +734,12 @@ class Renderer {
           return Error(
               pos, fmt::format("%{} format: a real number is required, not {}", c, TypeName(v)));
         }
-        out.Add(std::to_string(IsIntLike(v) ? v.as_int()
-                                            : static_cast<int64_t>(std::trunc(v.as_double()))),
-                v.FirstSource());
+        if (IsIntLike(v)) {
+          out.Add(std::to_string(v.as_int()), v.FirstSource());
+        } else {
+          TTFT_ASSIGN_OR_RETURN(const int64_t x, DoubleToInt(v.as_double(), pos));
+          out.Add(std::to_string(x), v.FirstSource());
+        }
       } else if (c == 'f') {
         if (!v.is_number() && v.kind() != Value::Kind::kBool) {
           return Error(pos,
@@ -860,9 +907,10 @@ class Renderer {
         }
         if (step == 0) return Error(e.pos, "range() arg 3 must not be zero");
         std::vector<Value> out;
-        for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+        for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
           if (out.size() > (1u << 20)) return Error(e.pos, "range(): more than 2^20 items");
           out.emplace_back(i);
+          if (__builtin_add_overflow(i, step, &i)) break;  // past stop either way
         }
         return Value::List(std::move(out));
       }
@@ -1114,8 +1162,10 @@ class Renderer {
       if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
             return std::isdigit(static_cast<unsigned char>(c));
           })) {
-        TTFT_ASSIGN_OR_RETURN(cur,
-                              GetItem(cur, Value(static_cast<int64_t>(std::stoll(part))), pos));
+        int64_t index = 0;
+        const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
+        if (ec != std::errc()) return Value::Undefined("no element " + part);
+        TTFT_ASSIGN_OR_RETURN(cur, GetItem(cur, Value(index), pos));
       } else {
         TTFT_ASSIGN_OR_RETURN(cur, GetItem(cur, Value(part), pos));
       }
@@ -1268,7 +1318,8 @@ class Renderer {
       if (!ok) return fallback;
       if (name == "int") {
         if (!std::isfinite(d)) return fallback;
-        return Value(static_cast<int64_t>(std::trunc(d)));
+        TTFT_ASSIGN_OR_RETURN(const int64_t x, DoubleToInt(d, pos));
+        return Value(x);
       }
       return Value(d);
     }
@@ -1295,7 +1346,11 @@ class Renderer {
       return Replace(s, args.pos[0].str(), args.pos[1].str());
     }
     if (name == "abs") {
-      if (IsIntLike(v)) return Value(std::abs(v.as_int()));
+      if (IsIntLike(v)) {
+        int64_t r = v.as_int();
+        const bool overflow = r < 0 && __builtin_sub_overflow(int64_t{0}, r, &r);
+        return IntOrOverflow(overflow, r, pos);
+      }
       if (v.kind() == Value::Kind::kFloat) return Value(std::fabs(v.as_double()));
       return Error(pos, fmt::format("bad operand type for abs(): '{}'", TypeName(v)));
     }
@@ -1488,7 +1543,7 @@ class Renderer {
         if (!IsIntLike(*arg) || arg->as_int() == 0) {
           return Error(pos, "divisibleby: a non-zero integer is needed");
         }
-        return v.as_int() % arg->as_int() == 0;
+        return arg->as_int() == -1 || v.as_int() % arg->as_int() == 0;
       }
       return (v.as_int() % 2 != 0) == (name == "odd");
     }

@@ -108,6 +108,29 @@ TEST(TemplateTest, RuntimeErrorsHaveLineAndColumn) {
   EXPECT_EQ(t->Render(Value::Dict(), strict).status().message(), "t:1:4: 'nothing' is undefined");
 }
 
+// Python's ints are unbounded; ours are 64-bit, and a result that does not fit is an
+// error naming the place, never a wrapped number (a fuzz finding: 88**88 wrapped).
+TEST(TemplateTest, IntegerOverflowIsAnErrorNotAWrappedNumber) {
+  const std::string overflow = "integer overflow (ttft renders 64-bit integers)";
+  EXPECT_EQ(RenderError("{{ 88 ** 88 }}"), "t:1:7: " + overflow);
+  EXPECT_EQ(RenderError("{{ 9223372036854775807 + 1 }}"), "t:1:24: " + overflow);
+  EXPECT_EQ(RenderError("{{ -9223372036854775807 - 2 }}"), "t:1:25: " + overflow);
+  EXPECT_EQ(RenderError("{{ 4294967296 * 4294967296 }}"), "t:1:15: " + overflow);
+  EXPECT_EQ(RenderError("{{ 1e300 | int }}"), "t:1:12: " + overflow);
+  EXPECT_EQ(RenderError("{{ '%d' % 1e300 }}"), "t:1:9: " + overflow);
+  EXPECT_EQ(RenderError("{{ '%.99999999999f' % 1.0 }}"), "t:1:21: format precision too large");
+  // What fits is exact, up to the edges of the range.
+  EXPECT_EQ(Render("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 3 ** 0 }}"),
+            "4611686018427387904 -9223372036854775808 1");
+  EXPECT_EQ(Render("{{ (-9223372036854775807 - 1) % -1 }} {{ 7 is divisibleby(-1) }}"), "0 True");
+  EXPECT_EQ(Render("{{ range(0, 9223372036854775807, 4611686018427387904) | list }}"),
+            "[0, 4611686018427387904]");
+  EXPECT_EQ(Render("{{ 'abc'[1::9223372036854775807] }}"), "b");
+  // An index too large for 64 bits is a missing element, like any other.
+  EXPECT_EQ(Render("{{ [[1]] | map(attribute='0.99999999999999999999') | list }}"),
+            Render("{{ [[1]] | map(attribute='0.5') | list }}"));
+}
+
 TEST(TemplateTest, TracksWhichSourceProducedWhichBytes) {
   auto t = Template::Parse("SYS {{ 'Hello ' + user + '!' }} {{ d | tojson }} end", "t");
   ASSERT_TRUE(t.ok());
