@@ -47,6 +47,11 @@ inline double Flat(double ratio, double band) {
   return 1 - Ramp(dev, b, 2 * b);
 }
 
+// A signal that another cause moved something this cause expects flat weakens the
+// case but never cancels it (issue 13: with two causes at once, "is everything else
+// flat?" let one cause's evidence veto the other): `flat` in [0, 1] maps to [0.5, 1].
+inline double AtMostHalves(double flat) { return 0.5 + 0.5 * std::clamp(flat, 0.0, 1.0); }
+
 // How a change ratio (after / before) reads: flat within [1/band, band], else up or
 // down; unknown when the ratio is not finite. Evidence sentences say what the numbers
 // show through this, never a fixed claim.

@@ -3,7 +3,7 @@
 // Seed: "Queue time up with hit rate flat and preemptions up -> (3)". When the KV
 // cache cannot hold the running batch, vLLM preempts the newest request and
 // recomputes it later: preemptions per request and KV usage rise. Output lengths
-// up as well is decode_heavy.
+// up as well is decode_heavy; a moved hit rate halves the case at most.
 #include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
@@ -39,7 +39,10 @@ class KvPressureRule final : public HypothesisRule {
     const double out_up = Ramp(Ratio(a.output_tokens_mean, b.output_tokens_mean), 1.2, 2.0);
     double kv = 0;
     if (std::isfinite(b.kv_usage)) kv = Ramp(b.kv_usage, 0.85, 0.97);
-    h.confidence = std::max(preempt, 0.5 * kv * preempt) * hit_flat * (1 - 0.6 * out_up);
+    // A moved hit rate (a template change, longer prompts diluting it) weakens the case
+    // but does not cancel it: preemptions are this cause's own signal.
+    h.confidence =
+        std::max(preempt, 0.5 * kv * preempt) * AtMostHalves(hit_flat) * (1 - 0.6 * out_up);
     h.evidence.push_back(Line("preemptions_per_request", pa, pb, "count",
                               fmt::format("preemptions per request {} -> {}", numfmt::Fixed(pa, 3),
                                           numfmt::Fixed(pb, 3))));

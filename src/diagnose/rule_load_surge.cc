@@ -38,7 +38,7 @@ class LoadSurgeRule final : public HypothesisRule {
     // the queue) but never cancel it: more requests load the fleet whatever else moved
     // (issue 13: a template collapse during a surge zeroed this rule).
     const double flat = Flat(uncached_x, 1.12) * Flat(output_x, 1.12) * hit_flat;
-    h.confidence = Ramp(rate_x, 1.1, 1.5) * (0.5 + 0.5 * flat);
+    h.confidence = Ramp(rate_x, 1.1, 1.5) * AtMostHalves(flat);
     h.evidence.push_back(
         Line("request_rate_rps", a.request_rate_rps, b.request_rate_rps, "rps",
              fmt::format("request rate {} -> {} rps ({})", numfmt::Fixed(a.request_rate_rps, 2),

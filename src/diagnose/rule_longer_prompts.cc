@@ -4,7 +4,8 @@
 // prompt-token p99". Here: prompt-token p99 (or mean) up within the tenants that were
 // already there, prefill time per uncached token flat (the GPU is as fast), the
 // cached prefix intact (not a cache collapse) and no surge of preemptions (that is
-// kv_pressure).
+// kv_pressure). A slower prefill or a collapse at the same time halves the case at
+// most; a surge of preemptions takes up to 60% of it.
 #include "diagnose/rule_helpers.h"
 
 namespace ttft::diag {
@@ -53,7 +54,9 @@ class LongerPromptsRule final : public HypothesisRule {
     // (the seed files that under KV pressure), not a change in what clients send.
     const bool admitted =
         a.rejected_too_long >= 10 && b.rejected_too_long * 2 < a.rejected_too_long;
-    h.confidence = growth * Flat(per_tok_x, 1.3) * (1 - collapse) *
+    // A slower prefill per token (the GPU or the schedule) or a tenant's cache collapse
+    // at the same time weaken the case; neither cancels the longer prompts.
+    h.confidence = growth * AtMostHalves(Flat(per_tok_x, 1.3)) * AtMostHalves(1 - collapse) *
                    (1 - 0.6 * Ramp(pb - pa, 0.01, 0.08)) * (admitted ? 0.5 : 1.0);
     if (admitted) {
       h.evidence.push_back(Line(

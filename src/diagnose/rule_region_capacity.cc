@@ -74,8 +74,12 @@ class RegionCapacityRule final : public HypothesisRule {
     const double same_work =
         Flat(Ratio(top.before.output_tokens_mean, top.after.output_tokens_mean), 1.2) *
         Flat(Ratio(top.before.uncached_tokens_mean, top.after.uncached_tokens_mean), 1.2);
-    h.confidence = Ramp(top.contribution, 0.5, 0.85) * Ramp(divergence, 1.3, 2.5) * same_work *
-                   std::max(lost, std::max(sku, warm) * Ramp(breadth, 0.4, 0.8));
+    // Lost replicas are this cause's own evidence: heavier requests weaken it (another
+    // cause may add to the region's load) but never cancel it. A slower or colder
+    // region with heavier requests is read as the heavier requests.
+    h.confidence = Ramp(top.contribution, 0.5, 0.85) * Ramp(divergence, 1.3, 2.5) *
+                   std::max(lost * AtMostHalves(same_work),
+                            std::max(sku, warm) * Ramp(breadth, 0.4, 0.8) * same_work);
     h.evidence.push_back(Line(
         "ttft_p99_s", top.before.ttft_s.p99, top.after.ttft_s.p99, "s",
         fmt::format(

@@ -1,11 +1,12 @@
 // Hypothesis `scheduler_config` (ttft/diagnose.h; the seed's reasoning in docs/diagnosis.md).
 //
 // Seed: "(2) a scheduler change -- max_num_batched_tokens or chunked prefill
-// disabled -- lets long prefills block the queue". Two signatures, both with the hit
-// rate and the prompt lengths flat: (a) stalls: the p99 of each request's longest
-// inter-token gap jumps while the median ITL does not (a whole prefill ran in one
-// step); (b) a smaller token budget: prefill time per uncached token up while the
-// decode ITL is flat or down -- the GPU is not slower, the schedule is.
+// disabled -- lets long prefills block the queue". Two signatures: (a) stalls: the
+// p99 of each request's longest inter-token gap jumps while the median ITL does not
+// (a whole prefill ran in one step), with the hit rate and the prompt lengths flat;
+// (b) a smaller token budget: prefill time per uncached token up while the decode ITL
+// is flat or down -- the GPU is not slower, the schedule is (a change in the work per
+// request at the same time weakens it by half at most).
 #include <fmt/ranges.h>
 
 #include "diagnose/rule_helpers.h"
@@ -64,7 +65,13 @@ class SchedulerConfigRule final : public HypothesisRule {
       }
     }
     const double breadth = n > 0 ? Ramp(static_cast<double>(stalled) / n, 0.3, 0.7) : 1;
-    const double core = std::max(stalls, budget) * hit_flat * prompt_flat * queued * breadth;
+    // More uncached work per request (a hit-rate collapse, longer prompts) lengthens the
+    // longest steps by itself, so stalls count only with the work flat. The budget
+    // signature is per uncached token already: a work change weakens it, never cancels it
+    // (issue 13: a template change in the same deploy zeroed this rule).
+    const double work_flat = hit_flat * prompt_flat;
+    const double core =
+        std::max(stalls * work_flat, budget * AtMostHalves(work_flat)) * queued * breadth;
     h.confidence = 0.9 * core + (deploy_changed && core > 0.2 ? 0.1 : 0);
     h.evidence.push_back(
         Line("itl_max_p99_s", a.itl_max_p99_s, b.itl_max_p99_s, "s",
