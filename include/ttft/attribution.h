@@ -20,9 +20,15 @@
 //   replicas  replicas per region (the baseline's replica set)
 //   prompts   prompt lengths (drawn from a baseline request of the same tenant)
 //   outputs   output lengths (likewise)
+//   settings  engine settings (max_num_batched_tokens, max_num_seqs, chunked prefill,
+//             max_model_len, ...): the baseline's, where the caller knows both
+//             windows' settings (a scenario: `ttft drill`, the pipeline)
+//   fleet     every replica's speed alike (a fleet-wide slowdown: the fleet's median
+//             inter-token latency against what the replay's own load gives)
 //
-// Scheduler settings are not replayed: spans carry only the `deploy` label, not the
-// settings behind it; a deploy change is named as a cause the replay cannot assess.
+// From spans alone scheduler settings are not replayed: spans carry only the `deploy`
+// label, not the settings behind it; a deploy change is then named as a cause the
+// replay cannot assess.
 //
 // A factor is a candidate only when it changed materially between the windows.
 // v(S) = p99(replay as observed) - p99(replay with S restored); each factor's share is
@@ -51,11 +57,22 @@
 namespace ttft {
 
 // The factors the replay can restore, in this order everywhere.
-enum class ReplayFactor : uint8_t { kCache, kArrivals, kSpeed, kReplicas, kPrompts, kOutputs };
-inline constexpr int kNumReplayFactors = 6;
+enum class ReplayFactor : uint8_t {
+  kCache,
+  kArrivals,
+  kSpeed,
+  kReplicas,
+  kPrompts,
+  kOutputs,
+  kSettings,
+  kFleetSpeed
+};
+inline constexpr int kNumReplayFactors = 8;
 std::string_view ToString(ReplayFactor f);  // "cache", "arrivals", ...
 // The diagnosis' hypothesis a factor stands for ("prefix_cache_collapse", "load_surge",
-// "bad_replica", "region_capacity", "longer_prompts", "decode_heavy").
+// "bad_replica", "region_capacity", "longer_prompts", "decode_heavy",
+// "scheduler_config", "compute_slowdown"). A FactorShare may name another where the change says
+// more (traffic_mix for a new tenant; kv_pressure when only max_model_len changed).
 std::string_view HypothesisOf(ReplayFactor f);
 
 struct AttributionOptions {
@@ -71,6 +88,11 @@ struct AttributionOptions {
   // The replicas as the scenario defines them, by name (spans from `ttft simulate`):
   // their engines replace the assumed one. Replicas not listed get the assumed engine.
   std::map<std::string, EngineConfig> known_engines;
+  // The settings in effect in the incident window where a config deploy changed them,
+  // by replica name (a scenario's deploy_config events); known_engines are then the
+  // baseline's, and the `settings` factor restores them. Empty: the settings did not
+  // change, or are not known (spans alone).
+  std::map<std::string, EngineConfig> incident_engines;
   RouterSpec::Kind router = RouterSpec::Kind::kLeastOutstanding;
   int seeds = 3;      // replays per coalition with random restoration
   uint64_t seed = 1;  // of the first; the others seed + 1, ...
@@ -79,11 +101,12 @@ struct AttributionOptions {
   // of the window; thinning requests would not).
   int64_t max_requests = 20000;
   // A factor is a candidate when it moved at least this much (docs/attribution.md).
-  double min_rate_ratio = 1.08;     // a tenant's arrival rate
-  double min_hit_rate_drop = 0.05;  // a tenant's token hit rate (absolute)
-  double min_slowdown = 1.25;       // a replica's speed against its peers
-  double min_length_ratio = 1.12;   // mean prompt or output length of a tenant
-  int max_exact_factors = 4;        // above: permutation sampling
+  double min_rate_ratio = 1.08;      // a tenant's arrival rate
+  double min_hit_rate_drop = 0.05;   // a tenant's token hit rate (absolute)
+  double min_slowdown = 1.25;        // a replica's speed against its peers
+  double min_fleet_slowdown = 1.25;  // the fleet's ITL beyond what the replayed load gives
+  double min_length_ratio = 1.12;    // mean prompt or output length of a tenant
+  int max_exact_factors = 4;         // above: permutation sampling
   // Estimated CPU seconds the replays may take: above it the seeds are cut (to one
   // at least), and the report says so. A replay costs about 2.7 ms per replica (its
   // KV block pool) plus 2 us per request (docs/performance.md, "Attribution").

@@ -27,6 +27,8 @@ std::string_view ToString(ReplayFactor f) {
     case ReplayFactor::kReplicas: return "replicas";
     case ReplayFactor::kPrompts: return "prompts";
     case ReplayFactor::kOutputs: return "outputs";
+    case ReplayFactor::kSettings: return "settings";
+    case ReplayFactor::kFleetSpeed: return "fleet";
   }
   return "?";
 }
@@ -39,6 +41,8 @@ std::string_view HypothesisOf(ReplayFactor f) {
     case ReplayFactor::kReplicas: return "region_capacity";
     case ReplayFactor::kPrompts: return "longer_prompts";
     case ReplayFactor::kOutputs: return "decode_heavy";
+    case ReplayFactor::kSettings: return "scheduler_config";
+    case ReplayFactor::kFleetSpeed: return "compute_slowdown";
   }
   return "?";
 }
@@ -85,6 +89,7 @@ struct Win {
   std::vector<ReplayRequest> reqs;
   std::vector<int32_t> tenant, replica;
   std::vector<double> prefill_per_token_s;  // NaN: too few uncached tokens to tell
+  std::vector<double> itl_mean_s;           // NaN: fewer than 2 output tokens, or unknown
   std::vector<double> observed_ttft_s;      // ok requests
   double from_s = 0, to_s = 0;
   double duration() const { return std::max(to_s - from_s, 1e-9); }
@@ -164,6 +169,7 @@ struct Restorer {
   std::vector<double> keep;                               // per tenant, arrivals restored
   std::vector<bool> cache_t, prompt_t, output_t;          // tenants whose factor moved
   FleetState incident_state, restored_state;              // replicas and speeds
+  double fleet_factor = 1;  // every replica's step slowdown in the incident (kFleetSpeed)
   int block_size = 16;
 
   std::vector<ReplayRequest> Requests(uint32_t mask, uint64_t seed) const {
@@ -235,6 +241,33 @@ void Slice(std::vector<uint32_t>& order, int64_t max_n) {
   order = std::vector<uint32_t>(
       order.begin() + static_cast<std::ptrdiff_t>(start),
       order.begin() + static_cast<std::ptrdiff_t>(start + static_cast<size_t>(max_n)));
+}
+
+// The engine settings a config deploy may change (the scenario's deploy_config keys),
+// as "name before -> after" for each that differs; `scheduler` is set when one of them
+// is a scheduler setting rather than a length limit (max_model_len).
+std::vector<std::string> SettingsChanges(const EngineConfig& a, const EngineConfig& b,
+                                         bool& scheduler) {
+  std::vector<std::string> out;
+  auto num = [&](std::string_view name, int64_t x, int64_t y, bool sched) {
+    if (x == y) return;
+    out.push_back(fmt::format("{} {} -> {}", name, x, y));
+    scheduler = scheduler || sched;
+  };
+  auto flag = [&](std::string_view name, bool x, bool y) {
+    if (x == y) return;
+    out.push_back(fmt::format("{} {} -> {}", name, x ? "on" : "off", y ? "on" : "off"));
+    scheduler = true;
+  };
+  num("max_num_batched_tokens", a.max_num_batched_tokens, b.max_num_batched_tokens, true);
+  num("max_num_seqs", a.max_num_seqs, b.max_num_seqs, true);
+  num("long_prefill_token_threshold", a.long_prefill_token_threshold,
+      b.long_prefill_token_threshold, true);
+  num("max_model_len", a.max_model_len, b.max_model_len, false);
+  flag("chunked prefill", a.enable_chunked_prefill, b.enable_chunked_prefill);
+  flag("prefix caching", a.enable_prefix_caching, b.enable_prefix_caching);
+  flag("async scheduling", a.async_scheduling, b.async_scheduling);
+  return out;
 }
 
 std::string NumberWord(size_t n) {
@@ -384,6 +417,8 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
       out_w.prefill_per_token_s.push_back(uncached >= 64 && std::isfinite(pf) && pf > 0
                                               ? pf / static_cast<double>(uncached)
                                               : kNaN);
+      const double itl = t.itl_mean_s()[r];
+      out_w.itl_mean_s.push_back(std::isfinite(itl) && itl > 0 ? itl : kNaN);
       if (t.status()[r] == RequestStatus::kOk && std::isfinite(t.ttft_s()[r]))
         out_w.observed_ttft_s.push_back(t.ttft_s()[r]);
     }
@@ -452,24 +487,45 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
     engine.max_model_len = 8192;  // the longest request is rejected, as it would be
   }
   int known = 0;
+  // The settings factor: replicas whose settings a config deploy changed between the
+  // windows (known only from a scenario). `fleet.engines` run as observed (the
+  // incident's); the baseline's are kept where any replica differs.
+  std::vector<EngineConfig> baseline_engines;
+  std::map<std::string, int> settings_changes;  // "max_num_seqs 256 -> 64" -> replicas
+  bool settings_scheduler = false;
   for (const std::string& name : fleet.names) {
     auto it = opt.known_engines.find(name);
     if (it != opt.known_engines.end()) {
       EngineConfig e = it->second;
       if (opt.cost) e.cost = *opt.cost;
+      baseline_engines.push_back(e);
+      auto inc = opt.incident_engines.find(name);
+      if (inc != opt.incident_engines.end()) {
+        EngineConfig ei = inc->second;
+        if (opt.cost) ei.cost = *opt.cost;
+        for (std::string& c : SettingsChanges(e, ei, settings_scheduler)) ++settings_changes[c];
+        e = std::move(ei);
+      }
       fleet.engines.push_back(e);
       ++known;
     } else {
       fleet.engines.push_back(engine);
+      baseline_engines.push_back(engine);
     }
   }
   const int bs = fleet.engines.front().block_size;
-  for (const EngineConfig& e : fleet.engines) {
-    if (e.block_size != bs || !e.Validate().ok() || !e.KvCapacityBlocks().ok()) {
-      out.not_run_reason = "the replicas' engines differ in block size or do not validate";
+  for (size_t i = 0; i < fleet.engines.size(); ++i) {
+    const EngineConfig& e = fleet.engines[i];
+    const EngineConfig& eb = baseline_engines[i];
+    if (e.block_size != bs || !e.Validate().ok() || !e.KvCapacityBlocks().ok() ||
+        eb.block_size != bs || !eb.Validate().ok() || !eb.KvCapacityBlocks().ok() ||
+        *eb.KvCapacityBlocks() != *e.KvCapacityBlocks()) {
+      out.not_run_reason =
+          "the replicas' engines differ in block size or KV capacity, or do not validate";
       return out;
     }
   }
+  if (!settings_changes.empty()) fleet.baseline_engines = std::move(baseline_engines);
   std::map<std::string, int> per_region;
   for (size_t i = 0; i < fleet.names.size(); ++i)
     ++per_region[fleet.regions[static_cast<size_t>(fleet.replica_region[i])]];
@@ -627,6 +683,63 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
           numfmt::X(measured));
     }
   }
+  // Fleet speed: every replica slower alike (compute_slowdown). Peers cannot show it,
+  // so the fleet's median inter-token latency is compared across the windows against
+  // what the replay's own load gives: each window replayed as observed at the model's
+  // speed reproduces what bigger batches and heavier steps do to it; the rest is the
+  // fleet's. That ratio overstates a step slowdown on a busy fleet (slower steps queue
+  // more requests into bigger batches), so the factor is the one whose replay gives the
+  // observed ratio: bisection in log space between 1 and the ratio (the replayed ratio
+  // rises with the factor), five replays at most.
+  {
+    auto median_itl = [](const Win& w) {
+      std::vector<double> v;
+      for (double x : w.itl_mean_s)
+        if (std::isfinite(x)) v.push_back(x);
+      return v.size() >= 20 ? attr::QuantileOf(v, 0.5) : kNaN;
+    };
+    const double oa = median_itl(a), ob = median_itl(b);
+    const double observed_x = ob / oa;
+    if (std::isfinite(observed_x) && observed_x >= opt.min_fleet_slowdown) {
+      FleetState base_state;
+      base_state.active = serve_a;
+      base_state.slowdown.assign(nr, 1.0);
+      base_state.baseline_settings = true;
+      double ra = kNaN, rb = kNaN;
+      attr::ReplayP99(a.reqs, fleet, base_state, opt.router, nullptr, &ra);
+      attr::ReplayP99(b.reqs, fleet, rs.incident_state, opt.router, nullptr, &rb);
+      out.replays += 2;
+      const double replayed_x = rb / ra;
+      double g = observed_x / replayed_x;
+      if (std::isfinite(g) && g >= opt.min_fleet_slowdown) {
+        auto replayed_ratio = [&](double factor) {
+          FleetState slowed = rs.incident_state;
+          for (double& s : slowed.slowdown) s *= factor;
+          double r = kNaN;
+          attr::ReplayP99(b.reqs, fleet, slowed, opt.router, nullptr, &r);
+          ++out.replays;
+          return r / ra;
+        };
+        double lo = 1, hi = g;
+        if (replayed_ratio(hi) > observed_x) {
+          for (int step = 0; step < 4; ++step) {
+            const double mid = std::sqrt(lo * hi);
+            (replayed_ratio(mid) > observed_x ? hi : lo) = mid;
+          }
+          g = std::sqrt(lo * hi);
+        }
+      }
+      if (std::isfinite(g) && g >= opt.min_fleet_slowdown) {
+        cand[static_cast<int>(ReplayFactor::kFleetSpeed)] = true;
+        rs.fleet_factor = g;
+        change[static_cast<size_t>(ReplayFactor::kFleetSpeed)] = fmt::format(
+            "every replica {} slower (median inter-token latency {} -> {}, {}, of which the "
+            "replayed load gives {}; the step slowdown that replays the rest)",
+            numfmt::X(g), numfmt::Secs(oa), numfmt::Secs(ob), numfmt::X(observed_x),
+            numfmt::X(replayed_x));
+      }
+    }
+  }
   std::vector<int> ra(fleet.regions.size(), 0), rb(fleet.regions.size(), 0);
   for (size_t i = 0; i < nr; ++i) {
     ra[static_cast<size_t>(fleet.replica_region[i])] += serve_a[i];
@@ -640,7 +753,13 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
     }
   }
   if (cand[static_cast<int>(ReplayFactor::kReplicas)]) rs.restored_state.active = serve_a;
-  {
+  if (!settings_changes.empty()) {
+    cand[static_cast<int>(ReplayFactor::kSettings)] = true;
+    std::string& text = change[static_cast<size_t>(ReplayFactor::kSettings)];
+    for (const auto& [c, count] : settings_changes)
+      text += fmt::format("{}{} on {} {}", text.empty() ? "" : ", ", c, count,
+                          count == 1 ? "replica" : "replicas");
+  } else {
     std::map<std::string, int64_t> da, db;
     for (uint32_t r : before.rows) ++da[std::string(before.table->label(r, SpanLabel::kDeploy))];
     for (uint32_t r : after.rows) ++db[std::string(after.table->label(r, SpanLabel::kDeploy))];
@@ -662,7 +781,8 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
   if (k == 0) {
     out.not_run_reason =
         "no factor the replay can restore moved materially between the windows (tenant rates, hit "
-        "rates, prompt and output lengths, replica speeds and counts)";
+        "rates, prompt and output lengths, replica and fleet speeds, replica counts, engine "
+        "settings where known)";
     return out;
   }
 
@@ -692,8 +812,11 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
     FleetState st = rs.incident_state;
     if ((fm >> static_cast<int>(ReplayFactor::kSpeed)) & 1U)
       st.slowdown = rs.restored_state.slowdown;
+    if (((fm >> static_cast<int>(ReplayFactor::kFleetSpeed)) & 1U) == 0)
+      for (double& s : st.slowdown) s *= rs.fleet_factor;
     if ((fm >> static_cast<int>(ReplayFactor::kReplicas)) & 1U)
       st.active = rs.restored_state.active;
+    st.baseline_settings = ((fm >> static_cast<int>(ReplayFactor::kSettings)) & 1U) != 0;
     const double p99 = attr::ReplayP99(rs.Requests(fm, seed), fleet, st, opt.router);
     ++out.replays;
     if (!random_mask(fm)) deterministic[m] = p99;
@@ -831,6 +954,13 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
       case ReplayFactor::kReplicas: fs.cause = "the lost replicas"; break;
       case ReplayFactor::kPrompts: fs.cause = "the longer prompts"; break;
       case ReplayFactor::kOutputs: fs.cause = "the longer outputs"; break;
+      case ReplayFactor::kSettings:
+        // A raised max_model_len alone admits longer contexts into the same KV cache.
+        fs.cause =
+            settings_scheduler ? "the scheduler-settings change" : "the max_model_len change";
+        if (!settings_scheduler) fs.hypothesis = "kv_pressure";
+        break;
+      case ReplayFactor::kFleetSpeed: fs.cause = "the fleet-wide slowdown"; break;
     }
     const MeanCi sh = MeanInterval(share[static_cast<size_t>(i)]);
     fs.share = std::isfinite(sh.mean) ? sh.mean : 0;

@@ -56,12 +56,14 @@ double QuantileOf(std::vector<double>& v, double p) {
 
 double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& fleet,
                  const FleetState& state, RouterSpec::Kind router,
-                 std::vector<double>* prefill_per_token_s) {
+                 std::vector<double>* prefill_per_token_s, double* itl_median_s) {
   const size_t n = fleet.names.size();
   std::vector<std::unique_ptr<Replica>> reps(n);
   for (size_t i = 0; i < n; ++i) {
     if (!state.active[i]) continue;
-    const EngineConfig& e = fleet.engines[i];
+    const EngineConfig& e = state.baseline_settings && !fleet.baseline_engines.empty()
+                                ? fleet.baseline_engines[i]
+                                : fleet.engines[i];
     auto blocks = e.KvCapacityBlocks();
     reps[i] = std::make_unique<Replica>(e, blocks.ok() ? *blocks : 1);
     reps[i]->SetSlowdown(state.slowdown[i]);
@@ -76,11 +78,19 @@ double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& 
   std::vector<double> per_token(prefill_per_token_s != nullptr ? requests.size() : 0,
                                 std::numeric_limits<double>::quiet_NaN());
   std::vector<int32_t> placed(requests.size(), -1);  // the replica each request went to
+  // Requests longer than max_model_len are rejected, as vLLM rejects them: not served,
+  // so not in the p99 (the diagnosis' p99 is over ok requests too).
+  std::vector<bool> rejected(requests.size(), false);
+  std::vector<double> itl;  // per served request with >= 2 output tokens, when asked
   FinishFn on_finish = [&](const FinishedRequest& f) {
     const int64_t seq = f.request->seq;
+    if (seq >= 0 && f.status == RequestStatus::kRejectedTooLong)
+      rejected[static_cast<size_t>(seq)] = true;
     if (seq < 0 || f.status != RequestStatus::kOk) return;
     const size_t i = static_cast<size_t>(seq);
     ttft[i] = f.first_token_s - (requests[i].arrival_s + shift);
+    if (itl_median_s != nullptr && f.output_tokens >= 2)
+      itl.push_back(f.itl_sum_s / static_cast<double>(f.output_tokens - 1));
     const int64_t uncached = f.request->prompt_tokens - f.cached_tokens;
     if (prefill_per_token_s != nullptr && uncached >= 64 && f.scheduled_s >= 0) {
       per_token[i] = (f.first_token_s - f.scheduled_s) / static_cast<double>(uncached);
@@ -229,6 +239,11 @@ double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& 
       if (per[r].size() >= 20) (*prefill_per_token_s)[r] = QuantileOf(per[r], 0.5);
     }
   }
+  if (itl_median_s != nullptr) *itl_median_s = QuantileOf(itl, 0.5);
+  size_t kept = 0;
+  for (size_t i = 0; i < ttft.size(); ++i)
+    if (!rejected[i]) ttft[kept++] = ttft[i];
+  ttft.resize(kept);
   return QuantileOf(ttft, 0.99);
 }
 

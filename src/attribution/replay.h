@@ -29,7 +29,10 @@ struct ReplayFleet {
   std::vector<std::string> regions;
   std::vector<std::string> names;       // replicas
   std::vector<int32_t> replica_region;  // per replica, into regions
-  std::vector<EngineConfig> engines;    // per replica; all share block_size
+  std::vector<EngineConfig> engines;    // per replica, as in the incident; one block_size
+  // Per replica, the baseline's settings where they differ (the `settings` factor);
+  // empty when they do not. Same KV capacity and block size as `engines`.
+  std::vector<EngineConfig> baseline_engines;
   // The replicas a request may go to (those that served its tenant: a region or a
   // pool, which spans do not label).
   std::vector<std::vector<int32_t>> route_sets;
@@ -39,6 +42,7 @@ struct ReplayFleet {
 struct FleetState {
   std::vector<bool> active;
   std::vector<double> slowdown;
+  bool baseline_settings = false;  // run ReplayFleet::baseline_engines (when not empty)
 };
 
 // The p99 TTFT (seconds, from arrival to first token) of `requests` replayed on the
@@ -48,15 +52,20 @@ struct FleetState {
 // block_size blocks lie on its chain, the rest are its own. A request goes to the
 // active replicas of its route set (else of its region, else all active ones) by
 // `router`, as ttft::Simulate routes. Requests unfinished 600 s after the last
-// arrival count as infinitely slow. REQUIRES: requests sorted by arrival_s +
+// arrival count as infinitely slow; requests the engine rejects (longer than
+// max_model_len) are left out, as unserved. REQUIRES: requests sorted by arrival_s +
 // front_end_s; at least one active replica; every engine validated.
 // `prefill_per_token_s`, when not null, receives per replica the median prefill time
 // (first scheduled to first token) per uncached token of its requests with at least
 // 64 uncached tokens (NaN for fewer than 20 such requests): what the attribution
-// compares with the spans' to calibrate a slow replica's factor.
+// compares with the spans' to calibrate a slow replica's factor. `itl_median_s`, when
+// not null, receives the median over the served requests with >= 2 output tokens of
+// their mean inter-token latency (NaN for none): what it compares to calibrate a
+// fleet-wide slowdown.
 double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& fleet,
                  const FleetState& state, RouterSpec::Kind router,
-                 std::vector<double>* prefill_per_token_s = nullptr);
+                 std::vector<double>* prefill_per_token_s = nullptr,
+                 double* itl_median_s = nullptr);
 
 // p-quantile of `v` as ttft::Quantile (reorders `v`); NaN when empty.
 double QuantileOf(std::vector<double>& v, double p);

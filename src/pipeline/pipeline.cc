@@ -228,12 +228,24 @@ Result<ScenarioRun> RunScenario(const Scenario& sc, const RunOptions& options) {
     in.incident_snapshots = SnapshotsCovering(run.snapshots, w.incident.from_s, w.incident.to_s);
     in.sources.push_back("simulated: " + sc.name);
     in.annotations = AnnotationsOf(run.result);
-    // The replay runs the scenario's own fleet (ttft/attribution.h).
-    for (const ReplicaSpec& r : sc.replicas)
-      in.options.attribution.known_engines[r.name] = r.engine;
+    // The replay runs the scenario's own fleet (ttft/attribution.h): each replica's
+    // settings as of the baseline window's start, and as of the incident window's middle
+    // where a deploy_config changed them in between (the `settings` factor).
+    AttributionOptions& ao = in.options.attribution;
+    for (const ReplicaSpec& r : sc.replicas) ao.known_engines[r.name] = r.engine;
+    const double incident_mid_s = (w.incident.from_s + w.incident.to_s) / 2;
     for (const FleetEvent& e : sc.events) {
-      if (e.kind == EventKind::kAddReplica)
-        in.options.attribution.known_engines[e.new_replica.name] = e.new_replica.engine;
+      if (e.kind == EventKind::kAddReplica) {
+        ao.known_engines[e.new_replica.name] = e.new_replica.engine;
+      } else if (e.kind == EventKind::kDeployConfig && e.engine_set && e.at_s <= incident_mid_s) {
+        for (const std::string& name : e.replicas) {
+          if (e.at_s <= w.baseline.from_s) {
+            ao.known_engines[name] = e.engine;
+          } else {
+            ao.incident_engines[name] = e.engine;
+          }
+        }
+      }
     }
     in.options.attribution.router = sc.router.kind;
     TTFT_ASSIGN_OR_RETURN(DiagnosisReport report, Diagnose(in));
