@@ -3,7 +3,8 @@
 // ("# ... causes prefix_cache_collapse load_surge"). Simulated over 20 seeds and
 // diagnosed, as `ttft drill` does: each cause of the pair must be in the top two in at
 // least 95% of the runs, and the counterfactual replay must name both as causes (a
-// candidate factor; its share is printed: a small share is what the numbers say).
+// candidate factor; its share is printed: a small share is what the numbers say),
+// except a cause the scenario's comments list as "not replayed: <cause> (why)".
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +34,21 @@ std::vector<std::string> CausesOf(const std::string& name) {
   return out;
 }
 
+// The causes its comment lines say the replay does not restore ("# not replayed: id ...").
+std::vector<std::string> NotReplayedOf(const std::string& name) {
+  std::ifstream file(std::string(TTFT_SOURCE_DIR) + "/scenarios/" + name + ".yaml");
+  std::vector<std::string> out;
+  for (std::string line; std::getline(file, line) && line.rfind('#', 0) == 0;) {
+    const std::string tag = "# not replayed: ";
+    if (line.rfind(tag, 0) != 0) continue;
+    std::istringstream in(line.substr(tag.size()));
+    std::string id;
+    in >> id;
+    out.push_back(id);
+  }
+  return out;
+}
+
 TEST(MultiCauseSuite, EachCauseOfAPairIsInTheTopTwo) {
   std::vector<std::string> names;
   for (const std::string& n : BuiltinScenarioNames()) {
@@ -42,6 +58,7 @@ TEST(MultiCauseSuite, EachCauseOfAPairIsInTheTopTwo) {
   constexpr int kSeeds = 20;
   for (const std::string& n : names) {
     const std::vector<std::string> causes = CausesOf(n);
+    const std::vector<std::string> not_replayed = NotReplayedOf(n);
     ASSERT_EQ(causes.size(), 2u) << n << ": the first line must name two causes";
     std::vector<int> top2(causes.size(), 0), credited(causes.size(), 0);
     std::vector<double> share_sum(causes.size(), 0);
@@ -81,7 +98,9 @@ TEST(MultiCauseSuite, EachCauseOfAPairIsInTheTopTwo) {
           n.c_str(), causes[c].c_str(), top2[c], kSeeds, credited[c],
           credited[c] > 0 ? 100 * share_sum[c] / credited[c] : 0.0);
       EXPECT_GE(top2[c] * 100, 95 * kSeeds) << n << ": " << causes[c];
-      EXPECT_GE(credited[c] * 100, 95 * kSeeds) << n << ": " << causes[c];
+      if (std::find(not_replayed.begin(), not_replayed.end(), causes[c]) == not_replayed.end()) {
+        EXPECT_GE(credited[c] * 100, 95 * kSeeds) << n << ": " << causes[c];
+      }
     }
   }
 }
