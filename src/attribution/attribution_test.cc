@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -235,6 +238,115 @@ TEST(Replay, MoreLoadGivesAHigherP99) {
   EXPECT_GT(heavy, light);
   st.slowdown = {2.0};
   EXPECT_GT(attr::ReplayP99(reqs(2), fleet, st, RouterSpec::Kind::kLeastOutstanding), light);
+}
+
+// The event loop's choice of the next step end: the first smallest finite end, as the
+// linear scan it replaced found it, under random changes with many ties, NaN and
+// infinity, on fleet sizes around powers of two.
+TEST(Replay, NextStepPicksAsTheLinearScanDid) {
+  const double kInf = std::numeric_limits<double>::infinity();
+  for (size_t n : {1, 2, 3, 7, 8, 9, 192}) {
+    std::mt19937_64 rng(n);
+    attr::NextStep tree(n);
+    std::vector<double> ends(n, kInf);
+    for (int k = 0; k < 4000; ++k) {
+      const size_t i = rng() % n;
+      const uint64_t pick = rng() % 10;
+      const double v = pick == 0   ? kInf
+                       : pick == 1 ? std::numeric_limits<double>::quiet_NaN()
+                                   : static_cast<double>(rng() % 6);  // ties
+      tree.Set(i, v);
+      ends[i] = v;
+      size_t si = n;
+      double te = kInf;
+      for (size_t j = 0; j < n; ++j) {
+        if (ends[j] < te) {
+          te = ends[j];
+          si = j;
+        }
+      }
+      ASSERT_EQ(tree.First(), si) << "n " << n << " change " << k;
+      if (si < n) {
+        ASSERT_EQ(tree.end_s(si), te);
+      }
+    }
+  }
+}
+
+// A fleet of 12 replicas in 3 regions, half of them with a 700-block KV pool (the
+// replay evicts, wraps the free queue and preempts there), one inactive, two slowed;
+// 3,000 requests on 7 shared-prefix chains.
+struct GoldenCase {
+  attr::ReplayFleet fleet;
+  attr::FleetState state;
+  std::vector<attr::ReplayRequest> requests;
+};
+GoldenCase MakeGoldenCase() {
+  GoldenCase g;
+  uint64_t x = 88172645463325252ULL;
+  auto next = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  g.fleet.regions = {"a", "b", "c"};
+  EngineConfig e;
+  e.hardware = *MakeHardwareConfig("llama-3.3-70b", "h100-sxm", Dtype::kFp8, 2);
+  EngineConfig tight = e;
+  tight.num_gpu_blocks = 700;
+  for (int i = 0; i < 12; ++i) {
+    g.fleet.names.push_back("r" + std::to_string(i));
+    g.fleet.replica_region.push_back(i % 3);
+    g.fleet.engines.push_back(i % 2 == 0 ? tight : e);
+    g.state.active.push_back(i != 3);
+    g.state.slowdown.push_back(i % 5 == 0 ? 1.7 : 1.0);
+  }
+  g.fleet.route_sets = {{0, 1, 2}, {3, 4, 5, 6, 7}};
+  double t = 0;
+  for (int k = 0; k < 3000; ++k) {
+    t += -std::log(1 - static_cast<double>(next() >> 11) * 0x1.0p-53) / 6.0;
+    attr::ReplayRequest q;
+    q.arrival_s = t;
+    q.front_end_s = 0.001 * static_cast<double>(next() % 5);
+    q.prompt_tokens = 100 + static_cast<int32_t>(next() % 6000);
+    q.cached_tokens = static_cast<int32_t>(next() % static_cast<uint64_t>(q.prompt_tokens));
+    q.output_tokens = 1 + static_cast<int32_t>(next() % 400);
+    q.chain = static_cast<int32_t>(next() % 7);
+    q.region = static_cast<int32_t>(next() % 3);
+    q.route = static_cast<int32_t>(next() % 4);
+    g.requests.push_back(q);
+  }
+  return g;
+}
+
+// The replay's results are exactly those of the engine before its KV block pools were
+// materialised lazily and the next step was found by a tree (values printed with %a by
+// the code of commit 9cf56a4), and replaying the same window again gives them again.
+TEST(Replay, ResultsAreBitIdenticalToTheEagerPoolEngine) {
+  const GoldenCase g = MakeGoldenCase();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> want_pt = {
+      0x1.fac18cbdc26ecp-14, 0x1.2f7848d32fc7bp-14, 0x1.2456560064b3p-14,  nan,
+      0x1.234a37c1fbfc7p-14, 0x1.014427035f712p-13, 0x1.269a2ba7b20acp-14, 0x1.347454ecbb64ap-14,
+      0x1.202d18c6aafbfp-14, 0x1.2fbe1a4313d02p-14, 0x1.ec8e4cd0bc1fap-14, 0x1.2f57939b688a5p-14};
+  for (int run = 0; run < 2; ++run) {
+    std::vector<double> pt;
+    EXPECT_EQ(
+        attr::ReplayP99(g.requests, g.fleet, g.state, RouterSpec::Kind::kLeastOutstanding, &pt),
+        0x1.361c08ab2f97bp+3);
+    ASSERT_EQ(pt.size(), want_pt.size());
+    for (size_t i = 0; i < pt.size(); ++i) {
+      if (std::isnan(want_pt[i]))
+        EXPECT_TRUE(std::isnan(pt[i])) << i;
+      else
+        EXPECT_EQ(pt[i], want_pt[i]) << i;
+    }
+    EXPECT_EQ(attr::ReplayP99(g.requests, g.fleet, g.state, RouterSpec::Kind::kPrefixAware),
+              0x1.2760cd5e8efccp+2);
+    EXPECT_EQ(attr::ReplayP99(g.requests, g.fleet, g.state, RouterSpec::Kind::kRoundRobin),
+              0x1.f2542641ceffap+8);
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "attribution/replay.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -48,6 +49,32 @@ std::unique_ptr<Request> MakeRequest(int64_t seq, double at_s, int32_t prompt, i
 }
 
 }  // namespace
+
+NextStep::NextStep(size_t n)
+    : n_(n),
+      leaves_(std::bit_ceil(std::max<size_t>(n, 1))),
+      ends_(2 * leaves_, std::numeric_limits<double>::infinity()),
+      winner_(2 * leaves_, 0) {
+  for (size_t k = 0; k < leaves_; ++k) winner_[leaves_ + k] = static_cast<uint32_t>(k);
+  for (size_t k = leaves_; k-- > 1;) winner_[k] = winner_[2 * k];  // all equal: the left
+}
+
+void NextStep::Set(size_t i, double end_s) {
+  size_t k = leaves_ + i;
+  ends_[k] = std::isnan(end_s) ? std::numeric_limits<double>::infinity() : end_s;
+  // The right subtree's minimum wins only when strictly smaller: ties go to the left,
+  // the lower indices, as in a scan for the first strict minimum.
+  for (k /= 2; k >= 1; k /= 2) {
+    const uint32_t l = winner_[2 * k], r = winner_[2 * k + 1];
+    winner_[k] = ends_[leaves_ + r] < ends_[leaves_ + l] ? r : l;
+  }
+}
+
+size_t NextStep::First() const {
+  const uint32_t w = winner_[1];
+  return ends_[leaves_ + w] == std::numeric_limits<double>::infinity() ? n_
+                                                                       : static_cast<size_t>(w);
+}
 
 double QuantileOf(std::vector<double>& v, double p) {
   if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
@@ -156,29 +183,23 @@ double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& 
   }
 
   const double kInf = std::numeric_limits<double>::infinity();
-  std::vector<double> step_end(n, kInf);
+  NextStep step_end(n);
   auto kick = [&](size_t i, double now) {
     Replica& r = *reps[i];
     if (r.step_planned()) {
-      step_end[i] = r.Interrupt(now);
+      step_end.Set(i, r.Interrupt(now));
       return;
     }
     const double end = r.StartStep(now);
-    step_end[i] = end >= 0 ? end : kInf;
+    step_end.Set(i, end >= 0 ? end : kInf);
   };
   uint64_t rr = 0;
   size_t next = 0;
   const double deadline =
       requests.empty() ? 0 : requests.back().arrival_s + requests.back().front_end_s + shift + 600;
   while (true) {
-    size_t si = n;
-    double te = kInf;
-    for (size_t i = 0; i < n; ++i) {
-      if (step_end[i] < te) {
-        te = step_end[i];
-        si = i;
-      }
-    }
+    const size_t si = step_end.First();
+    const double te = si < n ? step_end.end_s(si) : kInf;
     const double ta = next < requests.size()
                           ? requests[next].arrival_s + requests[next].front_end_s + shift
                           : kInf;
@@ -188,7 +209,7 @@ double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& 
       Replica& r = *reps[si];
       r.FinishStep(te, on_finish);
       const double end = r.StartStep(te);
-      step_end[si] = end >= 0 ? end : kInf;
+      step_end.Set(si, end >= 0 ? end : kInf);
       continue;
     }
     const ReplayRequest& q = requests[next];

@@ -45,6 +45,27 @@ struct FleetState {
   bool baseline_settings = false;  // run ReplayFleet::baseline_engines (when not empty)
 };
 
+// The replica whose planned step ends first, as a linear scan for the first strict
+// minimum finds it (the lowest index among equal ends), in O(log n) per change: a
+// tournament tree over the replicas' step ends. A NaN end counts as no step (the scan
+// never picks it). The replay's event loop asks it once per event, and on a fleet of
+// hundreds of replicas the scan was most of the loop's own time.
+class NextStep {
+ public:
+  // Every replica without a planned step (+infinity).
+  explicit NextStep(size_t n);
+  // REQUIRES: i < n.
+  void Set(size_t i, double end_s);
+  double end_s(size_t i) const { return ends_[leaves_ + i]; }
+  // The first replica with the smallest finite end, or n when none has a step.
+  size_t First() const;
+
+ private:
+  size_t n_, leaves_;             // leaves_: n rounded up to a power of two (>= 1)
+  std::vector<double> ends_;      // leaves at [leaves_, 2 leaves_), +inf when none
+  std::vector<uint32_t> winner_;  // per node, the leaf index of its subtree's minimum
+};
+
 // The p99 TTFT (seconds, from arrival to first token) of `requests` replayed on the
 // active replicas of `fleet`. Each replica's prefix cache is first warmed with every
 // chain its region's requests use, at its longest cached length, so a chain's blocks

@@ -9,6 +9,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "absl/container/flat_hash_map.h"
 #include "ttft/engine.h"
@@ -105,14 +106,21 @@ Status EngineConfig::Validate() const {
 
 class Replica::BlockPool {
  public:
+  // Initially every block is free, in id order (FreeKVCacheBlockQueue.__init__). The
+  // blocks are materialised lazily: the never-used ones are the ids [blocks_.size(), n)
+  // and stand, in id order, ahead of every queue entry (later pushes go to the tail,
+  // and a never-used block can be neither touched nor released), so Allocate takes
+  // them first, exactly as popping the initial queue did. Constructing a pool thus
+  // touches none of its memory: a replay of a short window on a large fleet builds
+  // many pools and uses a small part of each (docs/performance.md, "Attribution on
+  // large fleets").
   explicit BlockPool(int64_t n)
-      : blocks_(static_cast<size_t>(n)), queue_(2 * static_cast<size_t>(n) + kSweepSlack + 1) {
-    // Initially every block is free, in id order (FreeKVCacheBlockQueue.__init__).
-    for (int32_t i = 0; i < static_cast<int32_t>(n); ++i) PushBack(i);
-    cached_.reserve(static_cast<size_t>(n));
+      : n_(static_cast<size_t>(n)), queue_(2 * static_cast<size_t>(n) + kSweepSlack + 1) {
+    blocks_.reserve(n_);
+    num_free_ = n;
   }
 
-  int64_t size() const { return static_cast<int64_t>(blocks_.size()); }
+  int64_t size() const { return static_cast<int64_t>(n_); }
   int64_t num_free() const { return num_free_; }
 
   // The block array and the map outgrow the caches of a fleet of replicas, and a
@@ -145,6 +153,14 @@ class Replica::BlockPool {
   // REQUIRES: num_free() > 0.
   int32_t Allocate() {
     assert(num_free_ > 0);
+    if (blocks_.size() < n_) {  // a never-used block: the front of the free queue
+      const auto id = static_cast<int32_t>(blocks_.size());
+      Block& b = blocks_.emplace_back();
+      b.stamp = 1;  // as its push at construction would have left it
+      b.ref = 1;
+      --num_free_;
+      return id;
+    }
     for (;;) {
       // The block 8 pops ahead, and the map slot its eviction will erase (from the
       // entry's hint: reading the block itself here would wait for it).
@@ -207,10 +223,20 @@ class Replica::BlockPool {
   }
 
   Status Check(const std::vector<int32_t>& expected_refs) const {
-    int64_t live = 0;
+    // The never-used blocks are free, unreferenced and in the queue.
+    int64_t live = static_cast<int64_t>(n_ - blocks_.size());
+    for (size_t i = blocks_.size(); i < n_; ++i) {
+      if (expected_refs[i] != 0) {
+        return Status::Internal(
+            fmt::format("block {} never allocated but {} holders", i, expected_refs[i]));
+      }
+    }
     std::vector<int> seen(blocks_.size(), 0);
     for (size_t k = 0; k < queue_.size(); ++k) {
       const Entry& e = queue_[k];
+      if (e.id < 0 || static_cast<size_t>(e.id) >= blocks_.size()) {
+        return Status::Internal(fmt::format("queue entry for never-allocated block {}", e.id));
+      }
       const Block& b = blocks_[e.id];
       if (!b.free || b.stamp != e.stamp) continue;
       if (b.ref != 0) return Status::Internal(fmt::format("block {} free with ref", e.id));
@@ -268,7 +294,7 @@ class Replica::BlockPool {
     // While free, a block's hash cannot change (only allocated blocks are cached).
     queue_.push_back({id, b.stamp, b.hashed && b.shared ? b.hash : 0});
     ++num_free_;
-    if (queue_.size() > 2 * blocks_.size() + kSweepSlack) SweepQueue();
+    if (queue_.size() > 2 * n_ + kSweepSlack) SweepQueue();
   }
 
   void SweepQueue() {
@@ -278,20 +304,24 @@ class Replica::BlockPool {
     });
   }
 
-  std::vector<Block> blocks_;
+  size_t n_;                   // blocks in the pool
+  std::vector<Block> blocks_;  // the materialised ones, ids [0, blocks_.size()); capacity n_
   // A FIFO in a fixed power-of-two ring: the sweep bounds its length, so it never
   // grows, and push and pop are an index and a mask (no node allocation as in std::deque).
+  // Its storage is left uninitialised: only the slots the tail has passed are touched.
   class EntryRing {
    public:
     explicit EntryRing(size_t min_capacity)
-        : buf_(std::bit_ceil(min_capacity)), mask_(buf_.size() - 1) {}
+        : capacity_(std::bit_ceil(min_capacity)),
+          buf_(std::make_unique_for_overwrite<Entry[]>(capacity_)),
+          mask_(capacity_ - 1) {}
     size_t size() const { return static_cast<size_t>(tail_ - head_); }
     const Entry& operator[](size_t i) const { return buf_[(head_ + i) & mask_]; }
     const Entry& front() const { return buf_[head_ & mask_]; }
     void pop_front() { ++head_; }
     // REQUIRES: size() < capacity (the sweep keeps it so).
     void push_back(const Entry& e) {
-      assert(size() < buf_.size());
+      assert(size() < capacity_);
       buf_[tail_++ & mask_] = e;
     }
     // Keeps the entries for which keep(e) is true, in order.
@@ -306,7 +336,8 @@ class Replica::BlockPool {
     }
 
    private:
-    std::vector<Entry> buf_;
+    size_t capacity_;
+    std::unique_ptr<Entry[]> buf_;
     size_t mask_;
     uint64_t head_ = 0, tail_ = 0;
   };
