@@ -301,6 +301,16 @@ Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
       TTFT_ASSIGN_OR_RETURN(s.e2e_p99_ms, num("e2e_p99_ms", false, 0));
       TTFT_ASSIGN_OR_RETURN(s.decode_ms_per_token, num("decode_ms_per_token", false, 0));
       TTFT_ASSIGN_OR_RETURN(s.out_tok_s, num("out_tok_s", true, std::nan("")));
+      for (const auto& [c, v] : {std::pair{"ttft_mean_ms", s.ttft_mean_ms},
+                                 {"ttft_p50_ms", s.ttft_p50_ms},
+                                 {"ttft_p90_ms", s.ttft_p90_ms},
+                                 {"ttft_p99_ms", s.ttft_p99_ms},
+                                 {"e2e_mean_ms", s.e2e_mean_ms},
+                                 {"e2e_p99_ms", s.e2e_p99_ms},
+                                 {"decode_ms_per_token", s.decode_ms_per_token},
+                                 {"out_tok_s", s.out_tok_s}}) {
+        if (v < 0) return err(c, fmt::format("{} is negative: a measurement is >= 0", v));
+      }
       return Status::Ok();
     };
     if (Status st = parse_row(); !st.ok()) {

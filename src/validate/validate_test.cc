@@ -59,6 +59,13 @@ TEST(ReadMeasurements, ErrorsNameFileLineAndColumn) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("t.csv:3: unterminated quoted field"), std::string::npos)
       << r.status().message();
+  // A negative measurement skips its row: the error percentages divide by it.
+  std::string negative = std::string(kHeader) + Row(0, 2, 30);
+  negative.replace(negative.find(",50,50,55,"), 10, ",50,50,-55,");
+  r = ParseMeasurements(negative, "t.csv");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE((*r)[0].skip_reason.find("t.csv:2: ttft_p90_ms: -55 is negative"), std::string::npos)
+      << (*r)[0].skip_reason;
   // RFC 4180: a closing quote is followed by a comma or the end of the record.
   std::string glued = std::string(kHeader) + Row(0, 2, 30);
   glued.replace(glued.find("\"a note"), 7, "\"a\"note");
