@@ -112,6 +112,9 @@ struct AttributionOptions {
   // KV block pool) plus 2 us per request (docs/performance.md, "Attribution").
   double budget_s = 3.0;
   int permutations = 6;  // per seed, when sampling (3 antithetic pairs)
+  // Threads the independent replays of the Shapley pass run on (0: the cores, at most
+  // two). REQUIRES: >= 0. The result does not depend on it.
+  int threads = 0;
 };
 
 // One candidate factor and its share of the p99 increase.

@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "attribution/replay.h"
@@ -234,13 +237,34 @@ bool RateRose(const Win& a, const Win& b, int32_t t) {
   return se > 0 ? (mb - ma) / se >= 3 : mb > ma;
 }
 
-// The middle `max_n` requests (in arrival order) when the window holds more.
-void Slice(std::vector<uint32_t>& order, int64_t max_n) {
-  if (max_n <= 0 || static_cast<int64_t>(order.size()) <= max_n) return;
-  const size_t start = (order.size() - static_cast<size_t>(max_n)) / 2;
-  order = std::vector<uint32_t>(
-      order.begin() + static_cast<std::ptrdiff_t>(start),
-      order.begin() + static_cast<std::ptrdiff_t>(start + static_cast<size_t>(max_n)));
+// Orders `rows` by `enq(row)`, ties in their given order (a stable sort), and keeps the
+// middle `max_n` of them when there are more (all when max_n <= 0). A window of millions
+// of rows selects its slice in linear time (nth_element on (time, position) keys, which
+// order exactly as the stable sort does) and sorts only the slice.
+template <typename Enq>
+void OrderBySchedule(std::vector<uint32_t>& rows, const Enq& enq, int64_t max_n) {
+  struct Key {
+    double enq_s;
+    uint32_t pos;
+    bool operator<(const Key& o) const {
+      return enq_s < o.enq_s || (enq_s == o.enq_s && pos < o.pos);
+    }
+  };
+  std::vector<Key> keys(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) keys[i] = {enq(rows[i]), static_cast<uint32_t>(i)};
+  auto first = keys.begin(), last = keys.end();
+  if (max_n > 0 && static_cast<int64_t>(keys.size()) > max_n) {
+    const auto start = static_cast<std::ptrdiff_t>((keys.size() - static_cast<size_t>(max_n)) / 2);
+    first = keys.begin() + start;
+    last = first + static_cast<std::ptrdiff_t>(max_n);
+    std::nth_element(keys.begin(), first, keys.end());
+    std::nth_element(first, last - 1, keys.end());
+  }
+  std::sort(first, last);
+  std::vector<uint32_t> out;
+  out.reserve(static_cast<size_t>(last - first));
+  for (auto it = first; it != last; ++it) out.push_back(rows[it->pos]);
+  rows = std::move(out);
 }
 
 // The engine settings a config deploy may change (the scenario's deploy_config keys),
@@ -383,9 +407,7 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
       const double fe = t.front_end_s()[r];
       return t.arrival_s()[r] + (std::isfinite(fe) ? fe : 0.0);
     };
-    std::stable_sort(order.begin(), order.end(),
-                     [&](uint32_t x, uint32_t y) { return enq(x) < enq(y); });
-    Slice(order, opt.max_requests);
+    OrderBySchedule(order, enq, opt.max_requests);
     out_w.from_s = w.from_s;
     out_w.to_s = w.to_s;
     if (static_cast<int64_t>(order.size()) < static_cast<int64_t>(w.rows.size()) &&
@@ -800,15 +822,8 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
                                  (1U << static_cast<int>(ReplayFactor::kOutputs));
     return (fm & kRandom) != 0;
   };
-  std::map<uint32_t, double> deterministic;  // coalitions without random restorations
-  auto replay = [&](uint32_t m, uint64_t seed, std::map<uint32_t, double>& memo) {
-    auto it = memo.find(m);
-    if (it != memo.end()) return it->second;
+  auto replay_p99 = [&](uint32_t m, uint64_t seed) {
     const uint32_t fm = factor_mask(m);
-    if (!random_mask(fm)) {
-      auto d = deterministic.find(m);
-      if (d != deterministic.end()) return memo[m] = d->second;
-    }
     FleetState st = rs.incident_state;
     if ((fm >> static_cast<int>(ReplayFactor::kSpeed)) & 1U)
       st.slowdown = rs.restored_state.slowdown;
@@ -817,10 +832,47 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
     if ((fm >> static_cast<int>(ReplayFactor::kReplicas)) & 1U)
       st.active = rs.restored_state.active;
     st.baseline_settings = ((fm >> static_cast<int>(ReplayFactor::kSettings)) & 1U) != 0;
-    const double p99 = attr::ReplayP99(rs.Requests(fm, seed), fleet, st, opt.router);
-    ++out.replays;
-    if (!random_mask(fm)) deterministic[m] = p99;
-    return memo[m] = p99;
+    return attr::ReplayP99(rs.Requests(fm, seed), fleet, st, opt.router);
+  };
+  // The Shapley pass below runs twice: first collecting the (coalition, seed) pairs it
+  // needs, which do not depend on the replayed values, then on their p99s, replayed
+  // beforehand on up to two threads (each replay is independent and deterministic, so
+  // the result does not depend on the thread count). A coalition without random
+  // restorations is replayed once for every seed.
+  bool collecting = true;
+  std::map<std::pair<uint32_t, uint64_t>, double> replayed;
+  auto key_of = [&](uint32_t m, uint64_t seed) {
+    return std::make_pair(m, random_mask(factor_mask(m)) ? seed : opt.seed);
+  };
+  auto replay = [&](uint32_t m, uint64_t seed, std::map<uint32_t, double>& memo) {
+    (void)memo;
+    const auto key = key_of(m, seed);
+    if (collecting) {
+      replayed.emplace(key, kNaN);
+      return 0.0;
+    }
+    return replayed.at(key);
+  };
+  auto replay_collected = [&] {
+    std::vector<std::pair<const std::pair<uint32_t, uint64_t>, double>*> todo;
+    todo.reserve(replayed.size());
+    for (auto& kv : replayed) todo.push_back(&kv);
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < todo.size(); i = next++)
+        todo[i]->second = replay_p99(todo[i]->first.first, todo[i]->first.second);
+    };
+    {
+      const unsigned wanted = opt.threads > 0
+                                  ? static_cast<unsigned>(opt.threads)
+                                  : std::min(std::max(1u, std::thread::hardware_concurrency()), 2u);
+      const unsigned threads = std::max(1u, std::min(wanted, static_cast<unsigned>(todo.size())));
+      std::vector<std::jthread> pool;
+      for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+      work();
+    }
+    out.replays += static_cast<int64_t>(todo.size());
+    collecting = false;
   };
   int seeds = std::max(opt.seeds, 1);
   {
@@ -843,63 +895,75 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
       alone(static_cast<size_t>(k));
   std::vector<double> inter, all_p99;
   double none_p99 = kNaN;
-  for (int s = 0; s < seeds; ++s) {
-    const uint64_t seed = opt.seed + static_cast<uint64_t>(s);
-    std::map<uint32_t, double> memo;
-    none_p99 = replay(0, seed, memo);
-    const double p_all = replay(all, seed, memo);
-    const double v_all = none_p99 - p_all;
-    all_p99.push_back(p_all);
-    std::vector<double> phi(static_cast<size_t>(k), 0.0);
-    if (exact) {
-      std::vector<double> fact(static_cast<size_t>(k) + 1, 1.0);
-      for (int i = 1; i <= k; ++i)
-        fact[static_cast<size_t>(i)] = fact[static_cast<size_t>(i - 1)] * i;
-      for (int i = 0; i < k; ++i) {
-        for (uint32_t m = 0; m <= all; ++m) {
-          if ((m >> i) & 1U) continue;
-          const int size = std::popcount(m);
-          const double w = fact[static_cast<size_t>(size)] *
-                           fact[static_cast<size_t>(k - size - 1)] / fact[static_cast<size_t>(k)];
-          phi[static_cast<size_t>(i)] +=
-              w * (replay(m, seed, memo) - replay(m | (1U << i), seed, memo));
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      replay_collected();
+      for (auto& v : share) v.clear();
+      for (auto& v : single) v.clear();
+      for (auto& v : alone) v.clear();
+      inter.clear();
+      all_p99.clear();
+    }
+    for (int s = 0; s < seeds; ++s) {
+      const uint64_t seed = opt.seed + static_cast<uint64_t>(s);
+      std::map<uint32_t, double> memo;
+      none_p99 = replay(0, seed, memo);
+      const double p_all = replay(all, seed, memo);
+      const double v_all = none_p99 - p_all;
+      all_p99.push_back(p_all);
+      std::vector<double> phi(static_cast<size_t>(k), 0.0);
+      if (exact) {
+        std::vector<double> fact(static_cast<size_t>(k) + 1, 1.0);
+        for (int i = 1; i <= k; ++i)
+          fact[static_cast<size_t>(i)] = fact[static_cast<size_t>(i - 1)] * i;
+        for (int i = 0; i < k; ++i) {
+          for (uint32_t m = 0; m <= all; ++m) {
+            if ((m >> i) & 1U) continue;
+            const int size = std::popcount(m);
+            const double w = fact[static_cast<size_t>(size)] *
+                             fact[static_cast<size_t>(k - size - 1)] / fact[static_cast<size_t>(k)];
+            phi[static_cast<size_t>(i)] +=
+                w * (replay(m, seed, memo) - replay(m | (1U << i), seed, memo));
+          }
         }
-      }
-    } else {
-      // Permutation sampling (Castro, Gomez and Tejada 2009): the mean marginal
-      // contribution over random orders, antithetic pairs (an order and its reverse).
-      const int perms = std::max(opt.permutations / 2 * 2, 2);
-      std::vector<int> order(static_cast<size_t>(k));
-      for (int p = 0; p < perms; p += 2) {
-        std::iota(order.begin(), order.end(), 0);
-        for (int i = k - 1; i > 0; --i) {
-          const int j = static_cast<int>(
-              Uniform(seed, static_cast<uint64_t>(p) * 64 + static_cast<uint64_t>(i), 9) * (i + 1));
-          std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(std::min(j, i))]);
-        }
-        for (int rev = 0; rev < 2; ++rev) {
-          uint32_t m = 0;
-          for (int x = 0; x < k; ++x) {
-            const int i = order[static_cast<size_t>(rev ? k - 1 - x : x)];
-            const uint32_t m2 = m | (1U << i);
-            phi[static_cast<size_t>(i)] += (replay(m, seed, memo) - replay(m2, seed, memo)) / perms;
-            m = m2;
+      } else {
+        // Permutation sampling (Castro, Gomez and Tejada 2009): the mean marginal
+        // contribution over random orders, antithetic pairs (an order and its reverse).
+        const int perms = std::max(opt.permutations / 2 * 2, 2);
+        std::vector<int> order(static_cast<size_t>(k));
+        for (int p = 0; p < perms; p += 2) {
+          std::iota(order.begin(), order.end(), 0);
+          for (int i = k - 1; i > 0; --i) {
+            const int j = static_cast<int>(
+                Uniform(seed, static_cast<uint64_t>(p) * 64 + static_cast<uint64_t>(i), 9) *
+                (i + 1));
+            std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(std::min(j, i))]);
+          }
+          for (int rev = 0; rev < 2; ++rev) {
+            uint32_t m = 0;
+            for (int x = 0; x < k; ++x) {
+              const int i = order[static_cast<size_t>(rev ? k - 1 - x : x)];
+              const uint32_t m2 = m | (1U << i);
+              phi[static_cast<size_t>(i)] +=
+                  (replay(m, seed, memo) - replay(m2, seed, memo)) / perms;
+              m = m2;
+            }
           }
         }
       }
-    }
-    double sum_single = 0;
-    for (int i = 0; i < k; ++i) {
-      const double p_alone = replay(1U << i, seed, memo);
-      const double v_i = none_p99 - p_alone;
-      sum_single += v_i;
-      if (v_all > 0) {
-        share[static_cast<size_t>(i)].push_back(phi[static_cast<size_t>(i)] / v_all);
-        single[static_cast<size_t>(i)].push_back(v_i / v_all);
+      double sum_single = 0;
+      for (int i = 0; i < k; ++i) {
+        const double p_alone = replay(1U << i, seed, memo);
+        const double v_i = none_p99 - p_alone;
+        sum_single += v_i;
+        if (v_all > 0) {
+          share[static_cast<size_t>(i)].push_back(phi[static_cast<size_t>(i)] / v_all);
+          single[static_cast<size_t>(i)].push_back(v_i / v_all);
+        }
+        alone[static_cast<size_t>(i)].push_back(p_alone);
       }
-      alone[static_cast<size_t>(i)].push_back(p_alone);
+      if (v_all > 0) inter.push_back((v_all - sum_single) / v_all);
     }
-    if (v_all > 0) inter.push_back((v_all - sum_single) / v_all);
   }
   out.run = true;
   out.seeds = seeds;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -181,6 +182,59 @@ TEST(Attribution, PermutationSamplingMatchesTheExactValuesForTwoFactors) {
     EXPECT_EQ(e.factors[i].factor, s.factors[i].factor);
     EXPECT_NEAR(e.factors[i].share, s.factors[i].share, 1e-9);
   }
+}
+
+// The Shapley pass's replays run on up to two threads; each is deterministic, so the
+// shares must be bit for bit those of one thread.
+TEST(Attribution, TheThreadCountDoesNotChangeTheResult) {
+  Shape after;
+  after.rate_rps = 12;
+  after.cached = 0;
+  AttributionOptions one;
+  one.seeds = 3;
+  one.threads = 1;
+  AttributionOptions two = one;
+  two.threads = 2;
+  const Attribution a = RunPair(Shape{}, after, one);
+  const Attribution b = RunPair(Shape{}, after, two);
+  ASSERT_TRUE(a.run && b.run);
+  EXPECT_EQ(a.replays, b.replays);
+  EXPECT_EQ(a.replay_none_p99_s, b.replay_none_p99_s);
+  EXPECT_EQ(a.replay_all_p99_s, b.replay_all_p99_s);
+  EXPECT_EQ(a.interaction, b.interaction);
+  ASSERT_EQ(a.factors.size(), b.factors.size());
+  for (size_t i = 0; i < a.factors.size(); ++i) {
+    EXPECT_EQ(a.factors[i].factor, b.factors[i].factor);
+    EXPECT_EQ(a.factors[i].share, b.factors[i].share);
+    EXPECT_EQ(a.factors[i].share_lo, b.factors[i].share_lo);
+    EXPECT_EQ(a.factors[i].share_hi, b.factors[i].share_hi);
+  }
+}
+
+// A window above max_requests is replayed on its middle max_requests in arrival order,
+// whatever the order of its rows.
+TEST(Attribution, ALargeWindowIsReplayedOnItsMiddleSliceInArrivalOrder) {
+  Shape after;
+  after.rate_rps = 24;
+  SpanTable t;
+  Fill(t, 0, 300, Shape{}, 1);
+  Fill(t, 300, 600, after, 2);
+  std::vector<uint32_t> ra = Rows(t, 0, 300), rb = Rows(t, 300, 600);
+  std::mt19937 g(7);
+  std::shuffle(rb.begin(), rb.end(), g);
+  AttributionOptions opt;
+  opt.seeds = 1;
+  opt.max_requests = 1001;
+  ASSERT_GT(rb.size(), 3000u);
+  const Attribution a = Attribute({&t, ra, 0, 300}, {&t, rb, 300, 600}, opt);
+  ASSERT_TRUE(a.run) << a.not_run_reason;
+  std::vector<double> arrivals;
+  for (uint32_t r : rb) arrivals.push_back(t.arrival_s()[r]);
+  std::sort(arrivals.begin(), arrivals.end());
+  const size_t start = (arrivals.size() - 1001) / 2;
+  EXPECT_EQ(a.requests_incident, 1001);
+  EXPECT_EQ(a.slice_from_s, arrivals[start]);
+  EXPECT_EQ(a.slice_to_s, arrivals[start + 1000]);
 }
 
 TEST(Attribution, TheTimeBudgetCutsTheSeedsAndSaysSo) {
