@@ -70,6 +70,14 @@ Attribution RunPair(const Shape& before, const Shape& after, AttributionOptions 
   return Attribute({&t, keep_a, 0, 300}, {&t, keep_b, 300, 600}, opt);
 }
 
+// Two causes at once: a 1.5x surge while the prefix cache collapses.
+Shape SurgeAndCollapse() {
+  Shape s;
+  s.rate_rps = 12;
+  s.cached = 0;
+  return s;
+}
+
 TEST(Attribution, NothingMovedIsNotRun) {
   const Attribution a = RunPair(Shape{}, Shape{});
   EXPECT_FALSE(a.run);
@@ -137,9 +145,7 @@ TEST(Attribution, OneCauseTakesTheWholeIncrease) {
 }
 
 TEST(Attribution, TwoCausesShareTheIncreaseAndTheSharesAddUp) {
-  Shape after;
-  after.rate_rps = 12;
-  after.cached = 0;  // and the prefix cache collapses
+  const Shape after = SurgeAndCollapse();
   AttributionOptions opt;
   opt.seeds = 3;
   const Attribution a = RunPair(Shape{}, after, opt);
@@ -164,9 +170,7 @@ TEST(Attribution, TwoCausesShareTheIncreaseAndTheSharesAddUp) {
 // With two factors, permutation sampling's antithetic pair (an order and its reverse)
 // covers both orders: it must give the exact Shapley values.
 TEST(Attribution, PermutationSamplingMatchesTheExactValuesForTwoFactors) {
-  Shape after;
-  after.rate_rps = 12;
-  after.cached = 0;
+  const Shape after = SurgeAndCollapse();
   AttributionOptions exact;
   exact.seeds = 2;
   AttributionOptions sampled = exact;
@@ -187,9 +191,7 @@ TEST(Attribution, PermutationSamplingMatchesTheExactValuesForTwoFactors) {
 // The Shapley pass's replays run on up to two threads; each is deterministic, so the
 // shares must be bit for bit those of one thread.
 TEST(Attribution, TheThreadCountDoesNotChangeTheResult) {
-  Shape after;
-  after.rate_rps = 12;
-  after.cached = 0;
+  const Shape after = SurgeAndCollapse();
   AttributionOptions one;
   one.seeds = 3;
   one.threads = 1;
