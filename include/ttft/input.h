@@ -82,6 +82,11 @@ InputFormat DetectFormat(std::string_view head);
 // jsonl"); empty otherwise.
 InputFormat DetectFormatOf(std::string_view path, std::string_view head,
                            std::string* guess_note = nullptr);
+// The format of input `path` under --input-format auto: standard input ("-") is span
+// JSONL (nothing can be read ahead of the reader); a file is detected by DetectFormatOf
+// from its name and its first 64 KiB after decompression, `guess_note` as there. An
+// error naming the file when it does not exist or cannot be read.
+Result<InputFormat> ProbeInputFormat(const std::string& path, std::string* guess_note = nullptr);
 
 // Files read whole (a Prometheus scrape, a query result, an events file): at most
 // 1 GiB after decompression. Span files stream and have no size limit; their lines

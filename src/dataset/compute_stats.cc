@@ -92,16 +92,9 @@ Result<StatsResult> ComputeStats(std::span<const std::string> given, const Stats
   if (live) {
     kind = InputFormat::kPromQueryJson;
   } else if (kind == InputFormat::kAuto) {
-    kind = InputFormat::kSpanJsonl;  // standard input: spans unless told otherwise
-    if (paths.front() != "-") {
-      if (!std::filesystem::exists(paths.front())) {
-        return Status::NotFound(fmt::format("{}: no such file", paths.front()));
-      }
-      TTFT_ASSIGN_OR_RETURN(std::string head, ReadInputHead(paths.front(), 1 << 16));
-      std::string guess;
-      kind = DetectFormatOf(paths.front(), head, &guess);
-      if (!guess.empty()) repeated.warnings.push_back(std::move(guess));
-    }
+    std::string guess;
+    TTFT_ASSIGN_OR_RETURN(kind, ProbeInputFormat(paths.front(), &guess));
+    if (!guess.empty()) repeated.warnings.push_back(std::move(guess));
   }
   StatsResult out;
   if (kind != InputFormat::kProm && kind != InputFormat::kPromQueryJson) {

@@ -160,15 +160,9 @@ Status LoadInput(const std::string& in, const LoadOptions& options, Dataset& dat
   if (in != "-" && !fs::exists(in)) return Status::NotFound(fmt::format("{}: no such file", in));
   InputFormat kind = options.read.format;
   if (kind == InputFormat::kAuto) {
-    kind = InputFormat::kSpanJsonl;  // standard input: spans unless told otherwise
-    if (in != "-") {
-      // The first 64 KB tell the format; reading the whole file here would hold a
-      // multi-GB span file in memory twice.
-      TTFT_ASSIGN_OR_RETURN(std::string head, ReadInputHead(in, 1 << 16));
-      std::string guess;
-      kind = DetectFormatOf(in, head, &guess);
-      if (!guess.empty()) data.report.warnings.push_back(std::move(guess));
-    }
+    std::string guess;
+    TTFT_ASSIGN_OR_RETURN(kind, ProbeInputFormat(in, &guess));
+    if (!guess.empty()) data.report.warnings.push_back(std::move(guess));
   }
   if (kind == InputFormat::kProm) {
     TTFT_ASSIGN_OR_RETURN(MetricSnapshot s,

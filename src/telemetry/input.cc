@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 
 #include "telemetry/input_stream.h"
@@ -68,6 +69,14 @@ Result<std::string> ReadInputHead(const std::string& path, size_t max_bytes) {
   }
   out.resize(filled);
   return out;
+}
+
+Result<InputFormat> ProbeInputFormat(const std::string& path, std::string* guess_note) {
+  if (path == "-") return InputFormat::kSpanJsonl;
+  if (!std::filesystem::exists(path))
+    return Status::NotFound(fmt::format("{}: no such file", path));
+  TTFT_ASSIGN_OR_RETURN(std::string head, ReadInputHead(path, 1 << 16));
+  return DetectFormatOf(path, head, guess_note);
 }
 
 Result<std::string> ReadInputFile(const std::string& path, size_t max_bytes) {
