@@ -1,6 +1,7 @@
 #include "ttft/attribution.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
@@ -294,6 +295,39 @@ TEST(Replay, MoreLoadGivesAHigherP99) {
   EXPECT_GT(heavy, light);
   st.slowdown = {2.0};
   EXPECT_GT(attr::ReplayP99(reqs(2), fleet, st, RouterSpec::Kind::kLeastOutstanding), light);
+}
+
+// A span claiming 2e9 prompt tokens is rejected as too long, as every replica would
+// reject it, before its blocks are hashed (that took 2 GB and seconds): the p99 is that
+// of the other requests, and the process' peak RSS barely moves.
+TEST(Replay, ARequestLongerThanAnyReplicaAcceptsIsRejectedWithoutHashingIt) {
+  attr::ReplayFleet fleet;
+  fleet.regions = {"r"};
+  fleet.names = {"a"};
+  fleet.replica_region = {0};
+  EngineConfig e;
+  e.hardware = *MakeHardwareConfig("llama-3.3-70b", "h100-sxm", Dtype::kFp8, 2);
+  fleet.engines = {e};
+  attr::FleetState st{{true}, {1.0}};
+  std::vector<attr::ReplayRequest> v;
+  for (int i = 0; i < 500; ++i) {
+    attr::ReplayRequest q;
+    q.arrival_s = i / 4.0;
+    q.prompt_tokens = 2000;
+    q.cached_tokens = 0;
+    q.output_tokens = 50;
+    v.push_back(q);
+  }
+  const double p99 = attr::ReplayP99(v, fleet, st, RouterSpec::Kind::kLeastOutstanding);
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  v[250].prompt_tokens = 2'000'000'000;
+  const double with_huge = attr::ReplayP99(v, fleet, st, RouterSpec::Kind::kLeastOutstanding);
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_GT(with_huge, 0);
+  EXPECT_LE(with_huge, p99 * 1.05);  // one request fewer: no more load
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 200 * 1024) << "KB";
 }
 
 // The event loop's choice of the next step end: the first smallest finite end, as the

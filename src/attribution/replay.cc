@@ -171,6 +171,10 @@ double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& 
     double now = 0;
     for (const auto& [chain, cached] : longest[i]) {
       if (cached < bs) continue;
+      if (cached + int64_t{2} > reps[i]->config().max_model_len) {
+        --warm_seq;  // the replica would reject it: skipped, its id kept unused
+        continue;
+      }
       reps[i]->Enqueue(MakeRequest(warm_seq--, now, cached + 1, cached, 1, chain, bs), now,
                        on_finish);
     }
@@ -182,6 +186,15 @@ double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& 
     }
   }
 
+  // The longest prompt + 1 any active replica accepts.
+  int64_t longest_allowed = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!reps[i]) continue;
+    const EngineConfig& e = state.baseline_settings && !fleet.baseline_engines.empty()
+                                ? fleet.baseline_engines[i]
+                                : fleet.engines[i];
+    longest_allowed = std::max(longest_allowed, e.max_model_len);
+  }
   const double kInf = std::numeric_limits<double>::infinity();
   NextStep step_end(n);
   auto kick = [&](size_t i, double now) {
@@ -213,6 +226,14 @@ double ReplayP99(const std::vector<ReplayRequest>& requests, const ReplayFleet& 
       continue;
     }
     const ReplayRequest& q = requests[next];
+    if (q.prompt_tokens + int64_t{1} > longest_allowed) {
+      // Every replica would reject it (Replica::Enqueue's rule); rejected here, before
+      // MakeRequest hashes its blocks: a span claiming 2e9 prompt tokens took 2 GB.
+      rejected[next] = true;
+      ++rr;  // as when it was routed and then rejected
+      ++next;
+      continue;
+    }
     const std::vector<int32_t>& c = candidates(q);
     auto req = MakeRequest(static_cast<int64_t>(next), ta, q.prompt_tokens, q.cached_tokens,
                            q.output_tokens, q.chain, bs);
