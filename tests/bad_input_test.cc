@@ -204,4 +204,9 @@ TEST_F(BadInputCorpus, AScenarioThatIsNotUtf8IsAnErrorWithItsLine) {
          "u.yaml:5: not valid UTF-8", 10);
 }
 
+// Standard input without an end (tokenize reads it whole): stopped at its limit.
+TEST_F(BadInputCorpus, EndlessStandardInputStopsAtTheTokenizeLimit) {
+  Expect("tokenize --count < /dev/zero", 2, "standard input: more than 268435456 bytes", 60);
+}
+
 }  // namespace

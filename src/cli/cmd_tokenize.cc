@@ -18,11 +18,22 @@ namespace ttft::cli {
 
 namespace {
 
+// Standard input is read whole, so it is bounded: 256 MiB (a prompt is at most a few
+// MB; 2.5 GB of input once took 4.2 GB of memory). docs/tokenizer.md.
+constexpr size_t kMaxTokenizeInputBytes = size_t{256} << 20;
+
 Result<std::string> ReadStdin() {
   std::string text;
   char buf[1 << 16];
   size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) text.append(buf, n);
+  while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) {
+    if (text.size() + n > kMaxTokenizeInputBytes) {
+      return Status::Invalid(fmt::format(
+          "standard input: more than {} bytes (the limit of ttft tokenize's input)",
+          kMaxTokenizeInputBytes));
+    }
+    text.append(buf, n);
+  }
   if (std::ferror(stdin)) return Status::IoError("standard input: read failed");
   return text;
 }
