@@ -201,6 +201,21 @@ TEST_F(GateCli, MarkdownKeepsAHostileSelectorAsText) {
   ExpectNoInjectedElement(r.out);
 }
 
+// A Prometheus that is down: Inconclusive (exit 3), and in a machine format the reason
+// also on standard error, where the person at the terminal sees it.
+TEST(GateUnavailable, JsonSaysWhyOnStandardErrorToo) {
+  RunResult r = RunTtft(
+      "gate --prometheus http://127.0.0.1:1 --baseline-selector replica=a "
+      "--canary-selector replica=b --from 0 --to 600 --timeout 2 --format json",
+      60);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, ::testing::HasSubstr(
+                         "ttft gate: inconclusive: Prometheus at http://127.0.0.1:1 unavailable"));
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["verdict"], "Inconclusive");
+}
+
 TEST(GateMarkdown, KeepsHostileModelLabelsAsText) {
   GateArm baseline, canary;
   baseline.model = "llama-3.3-70b";

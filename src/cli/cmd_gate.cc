@@ -102,6 +102,11 @@ Result<int> Run(const GateFlags& f) {
   TTFT_ASSIGN_OR_RETURN(GateResult r, RunGate(run, load, SystemGateClock(), on_look));
   TTFT_ASSIGN_OR_RETURN(std::string text, RenderGate(r, format));
   TTFT_RETURN_IF_ERROR(WriteOutput(text, ""));
+  if (r.verdict == GateVerdict::kInconclusive && format != "text") {
+    // The text report says why; the machine formats hold it in a field a person at a
+    // terminal does not see (a Prometheus that is down gave exit 3 and nothing else).
+    std::fprintf(stderr, "ttft gate: inconclusive: %s\n", escape::Terminal(r.reason).c_str());
+  }
   return GateExitCode(r.verdict);
 }
 

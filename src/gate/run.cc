@@ -88,7 +88,10 @@ Result<GateArms> LoadArmsOf(const GateSource& f, const Match& bsel, const Match&
     Dataset data;
     Status st = LoadPrometheus(f.prometheus_url, "", from_s, to_s, f.step_s, f.client, data);
     if (!st.ok()) {
-      arms.unavailable = "Prometheus " + f.prometheus_url + ": " + st.message();
+      // The client's messages name the server; the response parser's do not.
+      arms.unavailable = st.message().find(f.prometheus_url) != std::string::npos
+                             ? st.message()
+                             : "Prometheus " + f.prometheus_url + ": " + st.message();
       return arms;
     }
     FinishLoading(data);
