@@ -194,6 +194,16 @@ TEST_F(BadInputCorpus, ScrapesWithoutTypeLinesRepeatsAndInvalidUtf8AreReadOrRepo
   const std::string bad =
       Write("utf8.prom", Scrape(10, true, "vllm:num_requests_running{replica=\"r\xff\"} 1\n"));
   Expect("stats " + bad + " --format json", 0, "utf8.prom:7: the line is not valid UTF-8");
+  // An empty scrape among good ones (an exporter that was down): left out, counted and
+  // named, and the count is that of the good scrapes.
+  const std::string c = Write("t000000030.000.prom", "");
+  const std::string d = Write("t000000045.000.prom", Scrape(50, true));
+  RunResult e = RunTtft("stats " + a + " " + b + " " + c + " " + d + " --format json", 30);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_THAT(e.err, HasSubstr("t000000030.000.prom:1: no samples: the scrape is left out"));
+  auto je = nlohmann::json::parse(e.out, nullptr, false);
+  ASSERT_FALSE(je.is_discarded()) << e.out;
+  EXPECT_EQ(je["groups"][0]["count"], 40) << e.out;
 }
 
 // A scenario that is not UTF-8 (its names become labels in spans and metrics that

@@ -75,6 +75,14 @@ void ReadSummary(const fs::path& path, bool windows_too, Dataset& data) {
 
 Status AddScrape(const std::string& path, MetricSnapshot s, const LoadOptions& options,
                  Dataset& data) {
+  // A scrape without one sample (an empty file, or only comments: a scrape cut off or
+  // an exporter that was down) is counted and named, not read as every series vanishing.
+  const bool empty = std::all_of(s.families.begin(), s.families.end(),
+                                 [](const MetricFamily& f) { return f.series.empty(); });
+  if (empty) {
+    data.report.Skip(path, 1, "empty scrape", "no samples: the scrape is left out");
+    return Status::Ok();
+  }
   const double t = SnapshotTime(path, s);
   if (std::isfinite(t)) {
     s.timestamp_s = t;
