@@ -130,6 +130,14 @@ TEST_F(BadInputCorpus, InputsWithNothingUsableExitNonZeroNamingTheFile) {
   fs::create_directories(dir_ / "emptydir");
   Expect("stats " + (dir_ / "emptydir").string(), 2, "emptydir");
   Expect("diagnose " + (dir_ / "emptydir").string(), 2, "emptydir");
+  // The lint over nothing passed: a folder or an empty file as the corpus or template.
+  Expect("lint --corpus " + (dir_ / "emptydir").string() + " --format json", 2,
+         "emptydir: is a folder, expected the corpus file");
+  Expect("lint --corpus " + Write("none.jsonl", "") + " --format json", 2,
+         "none.jsonl: no prompts");
+  Expect("lint " + (dir_ / "emptydir").string() + " --vars " + Write("v.yaml", "{}\n") +
+             " --format json",
+         2, "emptydir: is a folder, expected the template file");
 }
 
 // Huge inputs and bombs are bounded by the documented limits, with the file named.

@@ -164,7 +164,8 @@ Result<TemplateLintReport> LintTemplate(const Template& tmpl, std::string_view t
 
 // A corpus: one prompt per JSONL line, {"prompt": "..."} or {"messages": [...]} (rendered
 // with the template, the other variables from the vars file's samples, and
-// add_generation_prompt true unless given). Errors name "file:line".
+// add_generation_prompt true unless given). Errors name "file:line"; a corpus without a
+// prompt is an error.
 struct Corpus {
   std::string source;  // the file, for messages
   std::vector<std::string> prompts;

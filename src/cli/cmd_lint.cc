@@ -16,12 +16,11 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "cli/commands.h"
+#include "ttft/input.h"
 #include "ttft/lint.h"
 #include "ttft/template.h"
 #include "ttft/tokenizer.h"
@@ -31,13 +30,18 @@ namespace ttft::cli {
 
 namespace {
 
+// A template, vars file, corpus or tokenizer, read whole: gzip is decompressed, and the
+// size is bounded (kMaxWholeFileBytes). A folder is an error (it read as an empty
+// template that linted, or an empty corpus that passed).
 Result<std::string> ReadWhole(const std::string& path, std::string_view what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::NotFound(fmt::format("{}: cannot open the {}", path, what));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return Status::IoError(fmt::format("{}: read failed", path));
-  return ss.str();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::Invalid(fmt::format("{}: is a folder, expected the {} file", path, what));
+  }
+  if (!std::filesystem::exists(path, ec)) {
+    return Status::NotFound(fmt::format("{}: cannot open the {}", path, what));
+  }
+  return ReadInputFile(path);
 }
 
 struct LintOpts {

@@ -264,6 +264,10 @@ Result<Corpus> ReadCorpus(std::string_view jsonl, std::string_view source, const
     }
     c.lines.push_back(line);
   }
+  if (c.prompts.empty()) {
+    // A lint over nothing would pass: an empty file, blank lines only, or a folder.
+    return Status::Invalid(fmt::format("{}: no prompts (one JSON object per line)", source));
+  }
   return c;
 }
 
