@@ -74,4 +74,20 @@ TEST(Calibrate, SevenBRowsMeetTheInSampleTargets) {
   fs::remove_all(dir);
 }
 
+// The same table given twice (an ordinary shell glob with a copy in it) is read once,
+// with a warning, not fitted twice.
+TEST(Calibrate, AFileGivenTwiceIsReadOnce) {
+  const fs::path csv = fs::path(TTFT_SHARED_DATA_DIR) / "vllm-h100" / "calibration-7b.csv";
+  if (!fs::exists(csv)) GTEST_SKIP() << "calibration data not found at " << csv.string();
+  const fs::path dir = TempDir("ttft_calibrate_twice");
+  fs::copy_file(csv, dir / "copy.csv");
+  const RunResult c =
+      RunTtft("calibrate " + csv.string() + " " + (dir / "copy.csv").string() +
+              " --no-leave-one-out --max-evaluations 2 --out " + (dir / "p.yaml").string());
+  ASSERT_EQ(c.exit_code, 0) << c.err << c.out;
+  EXPECT_THAT(c.err, HasSubstr("copy.csv: the same bytes as"));
+  EXPECT_THAT(c.out, ::testing::Not(HasSubstr("copy.csv (")));  // not among the files fitted
+  fs::remove_all(dir);
+}
+
 }  // namespace

@@ -118,6 +118,11 @@ void ApplyVllmDefaults(MeasurementRow& row, const std::vector<std::string>& empt
 Result<std::vector<MeasurementRow>> ReadMeasurements(const std::string& path);
 Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
                                                       const std::string& name);
+// Marks a row skipped (skip_reason "... repeats the row at file:line") when an earlier
+// usable row has its experiment and stage: the same stage twice, from a table pasted
+// twice or given twice, would be simulated and scored twice. ParseMeasurements applies
+// it within a file; readers of several files apply it across them.
+void MarkRepeatedStages(std::vector<MeasurementRow>& rows);
 
 // The cost model fitted jointly on both vLLM v0.15.1 H100 tables of
 // ../shared/data/vllm-h100 (Llama-2-70B TP4 and Llama-2-7B TP1), simulated with async

@@ -175,6 +175,7 @@ Result<std::vector<MeasurementRow>> ReadCalibrationInputs(const std::vector<std:
       for (auto& r : t) rows.push_back(std::move(r));
     }
   }
+  MarkRepeatedStages(rows);  // a file given twice, or tables that overlap
   return rows;
 }
 

@@ -3,11 +3,15 @@
 // and writes a calibration profile (ttft/calibration.h).
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "ttft/calibrate.h"
+#include "ttft/dataset.h"
+#include "ttft/format.h"
+#include "ttft/input.h"
 
 namespace ttft::cli {
 
@@ -53,7 +57,13 @@ Runner RegisterCalibrate(CLI::App& app) {
     a.model = o->model;
     a.gpu = o->gpu;
     a.tp = o->tp;
-    TTFT_ASSIGN_OR_RETURN(auto rows, ReadCalibrationInputs(o->inputs, a));
+    // A file given twice (or a byte-identical copy) is read once, with a warning: its
+    // rows would otherwise all be reported as repeating themselves.
+    ReadReport repeated;
+    const std::vector<std::string> inputs = DropRepeatedInputs(o->inputs, repeated);
+    for (const std::string& w : repeated.warnings)
+      std::fprintf(stderr, "ttft calibrate: warning: %s\n", escape::Terminal(w).c_str());
+    TTFT_ASSIGN_OR_RETURN(auto rows, ReadCalibrationInputs(inputs, a));
     CalibrateOptions opt;
     if (!o->free.empty()) opt.free = o->free;
     opt.seed = o->seed;

@@ -222,6 +222,19 @@ Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
     m.experiment = cell("experiment");
     std::vector<std::string> empty;  // engine settings left empty: vLLM's defaults
     auto parse_row = [&]() -> Status {
+      // Names reach every report: a row that is not UTF-8 is left out, not mangled.
+      for (size_t i = 0; i < f.size(); ++i) {
+        if (!escape::IsValidUtf8(f[i])) {
+          return err(i < header.size() ? header[i] : fmt::format("column {}", i + 1),
+                     "not valid UTF-8");
+        }
+      }
+      // Fewer cells than the header: a row cut short (a truncated file's last line),
+      // whose missing settings would silently take vLLM's defaults.
+      if (f.size() < header.size()) {
+        return Status::Invalid(fmt::format("{}:{}: {} cells, the header has {} (a row cut short?)",
+                                           name, line, f.size(), header.size()));
+      }
       if (m.experiment.empty()) return err("experiment", "empty");
       TTFT_ASSIGN_OR_RETURN(int64_t stage, integer("stage", false, 0));
       m.stage = static_cast<int>(stage);
@@ -321,7 +334,20 @@ Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
     rows.push_back(std::move(m));
   }
   if (rows.empty()) return Status::Invalid(fmt::format("{}: no data rows", name));
+  MarkRepeatedStages(rows);
   return rows;
+}
+
+void MarkRepeatedStages(std::vector<MeasurementRow>& rows) {
+  std::map<std::pair<std::string, int>, std::string> first;  // (experiment, stage) -> source
+  for (MeasurementRow& m : rows) {
+    if (!m.skip_reason.empty()) continue;
+    auto [it, fresh] = first.emplace(std::pair{m.experiment, m.stage}, m.source);
+    if (!fresh) {
+      m.skip_reason = fmt::format("{}: experiment {} stage {} repeats the row at {}", m.source,
+                                  m.experiment, m.stage, it->second);
+    }
+  }
 }
 
 Result<std::vector<MeasurementRow>> ReadMeasurements(const std::string& path) {

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 namespace ttft {
 namespace {
@@ -38,6 +40,34 @@ TEST(ReadMeasurements, ColumnsByNameAndQuotedFields) {
   EXPECT_DOUBLE_EQ(r.measured.decode_ms_per_token, 8);
   EXPECT_TRUE(std::isnan(r.measured.out_tok_s));  // optional column absent
   EXPECT_EQ(r.source, "t.csv:3");
+}
+
+// Rows that would be used wrongly are skipped with their reason, the rest of the table
+// goes on: a repeated stage (a table pasted twice), a row cut short (a truncated file's
+// last line would take vLLM's defaults for its missing settings), a cell not UTF-8.
+TEST(ReadMeasurements, RepeatedCutAndNonUtf8RowsAreSkippedWithTheirReason) {
+  const std::string cut = Row(2, 2, 30).substr(0, 40);
+  std::string utf8 = Row(3, 2, 30);
+  utf8.replace(utf8.find("a note"), 6, "a n\xffte");
+  auto r = ParseMeasurements(
+      std::string(kHeader) + Row(0, 2, 30) + Row(1, 2, 30) + Row(0, 2, 30) + utf8 + cut, "t.csv");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 5u);
+  EXPECT_TRUE((*r)[0].skip_reason.empty()) << (*r)[0].skip_reason;
+  EXPECT_TRUE((*r)[1].skip_reason.empty()) << (*r)[1].skip_reason;
+  EXPECT_EQ((*r)[2].skip_reason, "t.csv:4: experiment tiny stage 0 repeats the row at t.csv:2");
+  EXPECT_EQ((*r)[3].skip_reason, "t.csv:5: notes: not valid UTF-8");
+  EXPECT_NE((*r)[4].skip_reason.find("t.csv:6: 4 cells, the header has 28 (a row cut short?)"),
+            std::string::npos)
+      << (*r)[4].skip_reason;
+  // Across files (calibrate's several tables), the later file's repeat is the one left out.
+  std::vector<MeasurementRow> both =
+      *ParseMeasurements(std::string(kHeader) + Row(0, 2, 30), "a.csv");
+  auto b = ParseMeasurements(std::string(kHeader) + Row(0, 2, 30), "b.csv");
+  both.push_back((*b)[0]);
+  MarkRepeatedStages(both);
+  EXPECT_TRUE(both[0].skip_reason.empty());
+  EXPECT_EQ(both[1].skip_reason, "b.csv:2: experiment tiny stage 0 repeats the row at a.csv:2");
 }
 
 TEST(ReadMeasurements, ErrorsNameFileLineAndColumn) {
