@@ -227,4 +227,24 @@ TEST_F(BadInputCorpus, EndlessStandardInputStopsAtTheTokenizeLimit) {
   Expect("tokenize --count < /dev/zero", 2, "standard input: more than 268435456 bytes", 60);
 }
 
+// Events that cannot be what was meant are kept but said: one outside the data's time
+// range (another time base), one repeated; an empty events file is said.
+TEST_F(BadInputCorpus, EventsOutsideTheDataRepeatedOrNoneAreSaid) {
+  const std::string out = (dir_ / "sim").string();
+  RunResult sim = RunTtft("simulate " + Write("s.yaml", kScenario) + " --quiet --out " + out, 60);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const std::string ev = Write("ev.jsonl",
+                               "{\"at_s\": 1e308, \"kind\": \"deploy\"}\n"
+                               "{\"at_s\": 30, \"kind\": \"deploy\", \"target\": \"app\"}\n"
+                               "{\"at_s\": 30, \"kind\": \"deploy\", \"target\": \"app\"}\n");
+  const std::string args =
+      "diagnose " + out + " --change-at 30 --window 30 --min-requests 10 --no-attribution";
+  RunResult r = RunTtft(args + " --events " + ev + " --format json", 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("ev.jsonl:3: the same event as "));
+  EXPECT_THAT(r.err, HasSubstr("ev.jsonl: 1 of 2 events outside the data's time range"));
+  Expect(args + " --events " + Write("none.jsonl", "") + " --format json", 0,
+         "none.jsonl: no events in the file", 60);
+}
+
 }  // namespace

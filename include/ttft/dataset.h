@@ -78,10 +78,14 @@ struct Annotation {
 
 // Reads an events file: a JSON array, an object with an "events" array (as a simulate
 // folder's summary.json), or JSON Lines; each event {at_s | time, kind, target,
-// detail | note}. Errors name the file and line of a bad event.
-Result<std::vector<Annotation>> ReadEvents(const std::string& path);
+// detail | note}. Errors name the file and line of a bad event (a line that is not
+// UTF-8 says so). With `warnings`: an event identical to an earlier one is read once,
+// and a file without an event is said, each with the file (and line).
+Result<std::vector<Annotation>> ReadEvents(const std::string& path,
+                                           std::vector<std::string>* warnings = nullptr);
 // The same from the text of an events file; errors name `source` (and the line).
-Result<std::vector<Annotation>> ParseEvents(std::string_view text, const std::string& source);
+Result<std::vector<Annotation>> ParseEvents(std::string_view text, const std::string& source,
+                                            std::vector<std::string>* warnings = nullptr);
 
 // -----------------------------------------------------------------------------
 // Loading

@@ -3,6 +3,7 @@
 // (ttft/dataset.h), chooses the windows and builds the DiagnosisReport; one renderer out.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -104,7 +105,9 @@ Runner RegisterDiagnose(CLI::App& app) {
     }
     std::vector<Annotation> extra;
     if (!o->events.empty()) {
-      TTFT_ASSIGN_OR_RETURN(extra, ReadEvents(o->events));
+      ReadReport events_report;
+      TTFT_ASSIGN_OR_RETURN(extra, ReadEvents(o->events, &events_report.warnings));
+      PrintReadSummary(events_report);
     }
     auto base = std::make_unique<Dataset>();
     auto inc = std::make_unique<Dataset>();
@@ -130,6 +133,27 @@ Runner RegisterDiagnose(CLI::App& app) {
       in = DiagnosisInputOf(*base, windows);
     }
     in.options = options;
+    // Events outside the data's time range are kept (a deploy before the data is real),
+    // but said: most often the events are in another time base than the spans.
+    const double data_from_s = std::min(base->first_s, inc->first_s);
+    const double data_to_s = std::max(base->last_s, inc->last_s);
+    int64_t outside = 0;
+    const Annotation* first_outside = nullptr;
+    for (const Annotation& a : extra) {
+      if (data_from_s <= data_to_s && (a.at_s < data_from_s || a.at_s > data_to_s)) {
+        if (outside++ == 0) first_outside = &a;
+      }
+    }
+    if (outside > 0) {
+      ReadReport note;
+      note.warnings.push_back(fmt::format(
+          "{}: {} of {} event{} outside the data's time range [{:.3f}, {:.3f}] s (first: {}{}{} at "
+          "{:.6g} s): the same time base as the spans (seconds of the run vs Unix time)?",
+          o->events, outside, extra.size(), extra.size() == 1 ? "" : "s", data_from_s, data_to_s,
+          first_outside->kind, first_outside->target.empty() ? "" : " ", first_outside->target,
+          first_outside->at_s));
+      PrintReadSummary(note);
+    }
     for (const Annotation& a : extra) in.annotations.push_back(a);
     TTFT_ASSIGN_OR_RETURN(DiagnosisReport rep, Diagnose(in));
     const bool colour = o->out.empty() && StdoutIsTty() && std::getenv("NO_COLOR") == nullptr;

@@ -99,6 +99,28 @@ TEST(ReadEvents, JsonLinesArrayObjectAndOneLine) {
   EXPECT_EQ((*e)[0].at_s, 5);
 }
 
+// Identical events are read once and said; a file without an event is said; a line
+// that is not UTF-8 is an error saying so.
+TEST(ParseEvents, RepeatsReadOnceEmptyFileSaidNonUtf8Named) {
+  std::vector<std::string> w;
+  const std::string line = R"({"at_s": 5, "kind": "deploy", "target": "app"})";
+  auto e = ParseEvents(line + "\n" + R"({"at_s": 9, "kind": "flag"})" + "\n" + line + "\n",
+                       "ev.jsonl", &w);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->size(), 2u);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0], "1 repeated event read once (first: ev.jsonl:3: the same event as ev.jsonl:1)");
+  w.clear();
+  e = ParseEvents("\n", "none.jsonl", &w);
+  ASSERT_TRUE(e.ok());
+  EXPECT_TRUE(e->empty());
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0], "none.jsonl: no events in the file");
+  e = ParseEvents("{\"at_s\": 1, \"kind\": \"d\xff\"}\n", "u.jsonl", &w);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().message(), "u.jsonl:1: not valid UTF-8");
+}
+
 TEST(ReadEvents, BadEventsAreErrorsWithTheirPlace) {
   const fs::path d = TempDir("bad_events");
   Write(d / "a.jsonl", "{\"at_s\": 1}\n{\"kind\": \"deploy\"}\n");
