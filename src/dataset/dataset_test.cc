@@ -258,6 +258,12 @@ TEST(LoadDataset, RequestsRepeatedAcrossFilesCountOnce) {
   ASSERT_FALSE(data.report.issues.empty());
   EXPECT_EQ(data.report.issues.back().file, paths[1]);
   EXPECT_NE(data.report.issues.back().reason.find(paths[0]), std::string::npos);
+  // No line is known after reading: the summary names the file without a ":0:".
+  EXPECT_EQ(data.report.issues.back().line, 0);
+  EXPECT_EQ(data.report.Summary().find(paths[1] + ":0:"), std::string::npos)
+      << data.report.Summary();
+  EXPECT_NE(data.report.Summary().find(paths[1] + ": request "), std::string::npos)
+      << data.report.Summary();
 }
 
 // Scrapes with no time given newest first (a shell glob over names without times):

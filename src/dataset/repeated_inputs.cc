@@ -136,8 +136,10 @@ void DropRequestsRepeatedAcrossFiles(SpanTable& table, std::span<const size_t> f
       auto it = first_file.find(h);
       if (it != first_file.end()) {
         skip.push_back(i);
+        // The table keeps no line numbers; the record's ordinal in its file names it.
         report.Skip(files[k], 0, "duplicate request (in two files)",
-                    fmt::format("a request already read from {}", files[it->second]));
+                    fmt::format("request {} read from the file: already read from {}",
+                                i - begin + 1, files[it->second]));
         --report.records_read;
       } else {
         mine.emplace_back(h, i);

@@ -44,7 +44,10 @@ std::string ReadReport::Summary() const {
       first = false;
     }
     for (const RecordIssue& issue : issues) {
-      out += fmt::format("\n  {}:{}: {}", Utf8(issue.file), issue.line, Utf8(issue.reason));
+      // Line 0: not known (a record judged after reading, e.g. a repeat across files).
+      out += issue.line > 0
+                 ? fmt::format("\n  {}:{}: {}", Utf8(issue.file), issue.line, Utf8(issue.reason))
+                 : fmt::format("\n  {}: {}", Utf8(issue.file), Utf8(issue.reason));
     }
     if (static_cast<int64_t>(issues.size()) < records_skipped) {
       out +=
