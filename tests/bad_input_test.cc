@@ -130,6 +130,8 @@ TEST_F(BadInputCorpus, InputsWithNothingUsableExitNonZeroNamingTheFile) {
   fs::create_directories(dir_ / "emptydir");
   Expect("stats " + (dir_ / "emptydir").string(), 2, "emptydir");
   Expect("diagnose " + (dir_ / "emptydir").string(), 2, "emptydir");
+  Expect("validate " + (dir_ / "emptydir").string(), 2,
+         "emptydir: is a folder, expected a measurement table");
   // The lint over nothing passed: a folder or an empty file as the corpus or template.
   Expect("lint --corpus " + (dir_ / "emptydir").string() + " --format json", 2,
          "emptydir: is a folder, expected the corpus file");

@@ -79,6 +79,9 @@ struct MetricSnapshot {
 // Python's float repr ("0.001", "1.0", "1e+06"), "+Inf" last.
 std::string FormatExposition(const MetricSnapshot& snapshot);
 
+// A series for messages: `name{a="x",b="y"}` (values as they are, not escaped).
+std::string SeriesText(std::string_view name, const Labels& labels);
+
 // Formats a double like prometheus_client's floatToGoString: "+Inf", "-Inf", "NaN",
 // integers with ".0", Go-style exponents ("1e+06") at and above 1e6 for
 // integral values.

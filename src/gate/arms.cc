@@ -25,8 +25,10 @@ Status SumHistogram(const MetricSnapshot& delta, CanonicalMetric m,
       out.cumulative_counts.assign(h.upper_bounds.size(), 0);
     }
     if (out.upper_bounds != h.upper_bounds) {
-      return Status::Invalid(
-          fmt::format("{}: series with different bucket bounds cannot be summed", f->name));
+      return Status::Invalid(fmt::format(
+          "{}: {} bucket bound(s) where the first matching series has {}: series with different "
+          "bucket bounds cannot be summed (a bucket layout changed between scrapes or replicas)",
+          SeriesText(f->name, s.labels), h.upper_bounds.size(), out.upper_bounds.size()));
     }
     for (size_t i = 0; i < h.cumulative_counts.size(); ++i) {
       out.cumulative_counts[i] += h.cumulative_counts[i];

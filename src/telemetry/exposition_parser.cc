@@ -170,6 +170,13 @@ std::string SeriesKey(const Labels& labels) {
 
 }  // namespace
 
+std::string SeriesText(std::string_view name, const Labels& labels) {
+  std::string text;
+  for (const auto& [k, v] : labels)
+    text += fmt::format("{}{}=\"{}\"", text.empty() ? "" : ",", k, v);
+  return fmt::format("{}{{{}}}", name, text);
+}
+
 // Exposition text: HELP/TYPE comments anywhere in the head, or a first line that reads
 // as a `name{...} value` sample (a name start and a space, no comma: CSV has commas).
 bool internal::DetectExposition(const internal::FormatProbe& probe) {
@@ -583,14 +590,6 @@ const MetricFamily* FindCanonical(const MetricSnapshot& snapshot, CanonicalMetri
 // ---------------------------------------------------------------------------
 
 namespace {
-
-// "name{a=\"x\",b=\"y\"}", for messages.
-std::string SeriesText(const std::string& name, const Labels& labels) {
-  std::string text;
-  for (const auto& [k, v] : labels)
-    text += fmt::format("{}{}=\"{}\"", text.empty() ? "" : ",", k, v);
-  return fmt::format("{}{{{}}}", name, text);
-}
 
 // Counter resets WindowDelta read, for its warning.
 struct ResetNotes {

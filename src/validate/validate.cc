@@ -10,15 +10,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "ttft/csv.h"
 #include "ttft/engine.h"
 #include "ttft/format.h"
+#include "ttft/input.h"
 #include "ttft/stats.h"
 #include "ttft/validate.h"
 
@@ -351,11 +351,16 @@ void MarkRepeatedStages(std::vector<MeasurementRow>& rows) {
 }
 
 Result<std::vector<MeasurementRow>> ReadMeasurements(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("{}: cannot open", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ParseMeasurements(ss.str(), path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::Invalid(fmt::format("{}: is a folder, expected a measurement table", path));
+  }
+  if (!std::filesystem::exists(path, ec)) {
+    return Status::NotFound(fmt::format("{}: cannot open", path));
+  }
+  // Read whole: gzip decompressed, at most kMaxWholeFileBytes.
+  TTFT_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path));
+  return ParseMeasurements(text, path);
 }
 
 Result<std::vector<StageResult>> SimulateRun(const std::vector<MeasurementRow>& in,
