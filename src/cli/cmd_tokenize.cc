@@ -28,9 +28,9 @@ Result<std::string> ReadStdin() {
   size_t n = 0;
   while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) {
     if (text.size() + n > kMaxTokenizeInputBytes) {
-      return Status::Invalid(fmt::format(
-          "standard input: more than {} bytes (the limit of ttft tokenize's input)",
-          kMaxTokenizeInputBytes));
+      return Status::Invalid(
+          fmt::format("standard input: more than {} bytes (the limit of ttft tokenize's input)",
+                      kMaxTokenizeInputBytes));
     }
     text.append(buf, n);
   }
