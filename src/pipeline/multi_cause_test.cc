@@ -55,7 +55,8 @@ TEST(MultiCauseSuite, EachCauseOfAPairIsInTheTopTwo) {
     if (n.rfind("multi/", 0) == 0) names.push_back(n);
   }
   ASSERT_GE(names.size(), 2u);
-  constexpr int kSeeds = 20;
+  // 20 seeds measure the 95% criterion; the sanitizer build runs 2 through the same code.
+  constexpr int kSeeds = TTFT_SANITIZED_BUILD ? 2 : 20;
   for (const std::string& n : names) {
     const std::vector<std::string> causes = CausesOf(n);
     const std::vector<std::string> not_replayed = NotReplayedOf(n);
