@@ -268,7 +268,8 @@ TEST(Attribution, ASlowReplicaIsInferredFromItsPrefillTimePerToken) {
   EXPECT_TRUE(speed);
 }
 
-TEST(Replay, MoreLoadGivesAHigherP99) {
+// One replica "a" in region "r": Llama-3.3-70B FP8 on two H100s.
+attr::ReplayFleet OneReplicaFleet() {
   attr::ReplayFleet fleet;
   fleet.regions = {"r"};
   fleet.names = {"a"};
@@ -276,6 +277,11 @@ TEST(Replay, MoreLoadGivesAHigherP99) {
   EngineConfig e;
   e.hardware = *MakeHardwareConfig("llama-3.3-70b", "h100-sxm", Dtype::kFp8, 2);
   fleet.engines = {e};
+  return fleet;
+}
+
+TEST(Replay, MoreLoadGivesAHigherP99) {
+  const attr::ReplayFleet fleet = OneReplicaFleet();
   attr::FleetState st{{true}, {1.0}};
   auto reqs = [](double rate) {
     std::vector<attr::ReplayRequest> v;
@@ -301,13 +307,7 @@ TEST(Replay, MoreLoadGivesAHigherP99) {
 // reject it, before its blocks are hashed (that took 2 GB and seconds): the p99 is that
 // of the other requests, and the process' peak RSS barely moves.
 TEST(Replay, ARequestLongerThanAnyReplicaAcceptsIsRejectedWithoutHashingIt) {
-  attr::ReplayFleet fleet;
-  fleet.regions = {"r"};
-  fleet.names = {"a"};
-  fleet.replica_region = {0};
-  EngineConfig e;
-  e.hardware = *MakeHardwareConfig("llama-3.3-70b", "h100-sxm", Dtype::kFp8, 2);
-  fleet.engines = {e};
+  const attr::ReplayFleet fleet = OneReplicaFleet();
   attr::FleetState st{{true}, {1.0}};
   std::vector<attr::ReplayRequest> v;
   for (int i = 0; i < 500; ++i) {
