@@ -34,8 +34,11 @@ ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 900
 fuzz_build=""
 if [ "${SKIP_SANITIZE:-0}" != "1" ]; then
   step "tests done; build (clang, asan+ubsan, tests and fuzz targets)"
+  # Line tables only (-gline-tables-only): the sanitizers' reports keep file:line, and
+  # the build skips full debug information.
   cmake -S . -B build-san -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-    -DTTFT_SANITIZE=ON -DTTFT_BUILD_FUZZ=ON -DTTFT_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS=-O1 > /dev/null
+    -DTTFT_SANITIZE=ON -DTTFT_BUILD_FUZZ=ON -DTTFT_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS=-O1 \
+    -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only > /dev/null
   cmake --build build-san -j "$JOBS"
   fuzz_build=build-san
   step "build done; tests (asan+ubsan)"

@@ -28,6 +28,7 @@ namespace fs = std::filesystem;
 using testing::DirLock;
 using testing::ExecutableDir;
 using testing::FindOnPath;
+using testing::ReadFile;
 using testing::RunShell;
 using testing::RunTtft;
 using testing::ShellQuote;
@@ -40,13 +41,6 @@ constexpr const char* kLongReplica =
     "replica-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz";
 // Seconds since 1970 (2026-10-01): the chart axes must show clock times.
 constexpr double kT0 = 1790812800;
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // Spans of `per_window` requests in each of [kT0, kT0 + 300) and [kT0 + 300, kT0 + 600):
 // tenant acme steady; the markup tenant loses its prefix-cache hits after the change.

@@ -18,19 +18,13 @@ namespace {
 using ::testing::HasSubstr;
 using ttft::testing::RunResult;
 using ttft::testing::RunTtft;
+using ttft::testing::TempDir;
 namespace fs = std::filesystem;
-
-fs::path TempDir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 TEST(Calibrate, SevenBRowsMeetTheInSampleTargets) {
   const fs::path csv = fs::path(TTFT_SHARED_DATA_DIR) / "vllm-h100" / "calibration-7b.csv";
   if (!fs::exists(csv)) GTEST_SKIP() << "calibration data not found at " << csv.string();
-  const fs::path dir = TempDir("ttft_calibrate_it");
+  const fs::path dir = TempDir("calibrate");
   const fs::path prof = dir / "7b.yaml";
   const RunResult c = RunTtft("calibrate " + csv.string() +
                               " --no-leave-one-out --max-evaluations 40 --out " + prof.string());
@@ -79,7 +73,7 @@ TEST(Calibrate, SevenBRowsMeetTheInSampleTargets) {
 TEST(Calibrate, AFileGivenTwiceIsReadOnce) {
   const fs::path csv = fs::path(TTFT_SHARED_DATA_DIR) / "vllm-h100" / "calibration-7b.csv";
   if (!fs::exists(csv)) GTEST_SKIP() << "calibration data not found at " << csv.string();
-  const fs::path dir = TempDir("ttft_calibrate_twice");
+  const fs::path dir = TempDir("calibrate_twice");
   fs::copy_file(csv, dir / "copy.csv");
   const RunResult c =
       RunTtft("calibrate " + csv.string() + " " + (dir / "copy.csv").string() +

@@ -14,24 +14,12 @@
 
 namespace {
 
+using ttft::testing::ReadFile;
 using ttft::testing::RunResult;
 using ttft::testing::RunTtft;
+using ttft::testing::TempDir;
 
 namespace fs = std::filesystem;
-
-fs::path TempDir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("ttft_it_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::string WriteFile(const fs::path& dir, const std::string& name, const std::string& text) {
   fs::path p = dir / name;

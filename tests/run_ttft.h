@@ -61,6 +61,24 @@ inline RunResult RunTtft(const std::string& args, int timeout_s = 300) {
   return r;
 }
 
+// A fresh, empty folder under the system's temporary folder, unique to this process:
+// temp/ttft_it_<name>_<pid>.
+inline std::filesystem::path TempDir(const std::string& name) {
+  const std::filesystem::path d = std::filesystem::temp_directory_path() /
+                                  ("ttft_it_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// The whole file, byte for byte ("" when it cannot be read).
+inline std::string ReadFile(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 }  // namespace ttft::testing
 
 #endif  // TTFT_TESTS_RUN_TTFT_H_

@@ -584,7 +584,7 @@ std::string Significance(const DiagnosisReport& r) {
   return Table("s2", "Significance", "lr", {"test", "value"}, body);
 }
 
-std::string Symptoms(const DiagnosisReport& r) {
+std::string SymptomsSection(const DiagnosisReport& r) {
   const WindowStats& a = r.baseline;
   const WindowStats& b = r.incident;
   std::string body;
@@ -1005,7 +1005,7 @@ std::string RenderHtml(const DiagnosisReport& r) {
   o += Header(r);
   o += "<main>\n";
   o += Mitigate(r);
-  o += Symptoms(r);
+  o += SymptomsSection(r);
   o += DecompositionSection(r);
   o += Hypotheses(r);
   o += AttributionSection(r);

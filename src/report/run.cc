@@ -12,16 +12,11 @@
 namespace ttft {
 namespace {
 
-std::string Secs(double v) {
-  if (!std::isfinite(v)) return "n/a";
-  if (v < 1) return fmt::format("{:.0f} ms", v * 1000);
-  return fmt::format("{:.2f} s", v);
-}
-std::string Pct(double v) { return std::isfinite(v) ? fmt::format("{:.1f}%", v * 100) : "n/a"; }
-std::string Count(double v) { return std::isfinite(v) ? fmt::format("{:.0f}", v) : "n/a"; }
-std::string Ratio(double a, double b) {
-  if (!std::isfinite(a) || !std::isfinite(b) || a <= 0) return "";
-  return fmt::format("{:.2f}x", b / a);
+// "2.00x" (after / before), "" when either is not finite or before <= 0: the symptom
+// table's change column.
+std::string Change(double a, double b) {
+  const double r = numfmt::Ratio(a, b);
+  return std::isfinite(r) ? fmt::format("{:.2f}x", r) : "";
 }
 
 }  // namespace
@@ -41,28 +36,30 @@ std::string RenderSymptomTable(const WindowStats& a, const WindowStats& b, bool 
     return std::isfinite(x) && std::isfinite(y) && x > 0 && y / x >= factor;
   };
   row("window", numfmt::Window(a.from_s, a.to_s), numfmt::Window(b.from_s, b.to_s), "", false);
-  row("requests", Count(static_cast<double>(a.requests)), Count(static_cast<double>(b.requests)),
-      Ratio(static_cast<double>(a.requests), static_cast<double>(b.requests)), false);
-  row("p50 TTFT", Secs(a.ttft_s.p50), Secs(b.ttft_s.p50), Ratio(a.ttft_s.p50, b.ttft_s.p50),
-      big(a.ttft_s.p50, b.ttft_s.p50, 2));
-  row("p99 TTFT", Secs(a.ttft_s.p99), Secs(b.ttft_s.p99), Ratio(a.ttft_s.p99, b.ttft_s.p99),
-      big(a.ttft_s.p99, b.ttft_s.p99, 2));
-  row("p99 queue time", Secs(a.queue_s.p99), Secs(b.queue_s.p99),
-      Ratio(a.queue_s.p99, b.queue_s.p99), big(a.queue_s.p99, b.queue_s.p99, 2));
-  row("p99 prefill time", Secs(a.prefill_s.p99), Secs(b.prefill_s.p99),
-      Ratio(a.prefill_s.p99, b.prefill_s.p99), big(a.prefill_s.p99, b.prefill_s.p99, 2));
-  row("inter-token latency p50", Secs(a.itl_s.p50), Secs(b.itl_s.p50),
-      Ratio(a.itl_s.p50, b.itl_s.p50), big(a.itl_s.p50, b.itl_s.p50, 1.5));
-  row("error rate", Pct(a.error_rate), Pct(b.error_rate), "", false);
-  row("replicas", Count(static_cast<double>(a.replicas)), Count(static_cast<double>(b.replicas)),
-      "", a.replicas != b.replicas);
-  row("prefix-cache hit rate", Pct(a.prefix_cache_hit_rate), Pct(b.prefix_cache_hit_rate), "",
+  row("requests", numfmt::Num(static_cast<double>(a.requests)),
+      numfmt::Num(static_cast<double>(b.requests)),
+      Change(static_cast<double>(a.requests), static_cast<double>(b.requests)), false);
+  row("p50 TTFT", numfmt::Secs(a.ttft_s.p50), numfmt::Secs(b.ttft_s.p50),
+      Change(a.ttft_s.p50, b.ttft_s.p50), big(a.ttft_s.p50, b.ttft_s.p50, 2));
+  row("p99 TTFT", numfmt::Secs(a.ttft_s.p99), numfmt::Secs(b.ttft_s.p99),
+      Change(a.ttft_s.p99, b.ttft_s.p99), big(a.ttft_s.p99, b.ttft_s.p99, 2));
+  row("p99 queue time", numfmt::Secs(a.queue_s.p99), numfmt::Secs(b.queue_s.p99),
+      Change(a.queue_s.p99, b.queue_s.p99), big(a.queue_s.p99, b.queue_s.p99, 2));
+  row("p99 prefill time", numfmt::Secs(a.prefill_s.p99), numfmt::Secs(b.prefill_s.p99),
+      Change(a.prefill_s.p99, b.prefill_s.p99), big(a.prefill_s.p99, b.prefill_s.p99, 2));
+  row("inter-token latency p50", numfmt::Secs(a.itl_s.p50), numfmt::Secs(b.itl_s.p50),
+      Change(a.itl_s.p50, b.itl_s.p50), big(a.itl_s.p50, b.itl_s.p50, 1.5));
+  row("error rate", numfmt::Pct1(a.error_rate), numfmt::Pct1(b.error_rate), "", false);
+  row("replicas", numfmt::Num(static_cast<double>(a.replicas)),
+      numfmt::Num(static_cast<double>(b.replicas)), "", a.replicas != b.replicas);
+  row("prefix-cache hit rate", numfmt::Pct1(a.prefix_cache_hit_rate),
+      numfmt::Pct1(b.prefix_cache_hit_rate), "",
       std::isfinite(a.prefix_cache_hit_rate) &&
           b.prefix_cache_hit_rate < 0.5 * a.prefix_cache_hit_rate);
-  row("p99 prompt tokens", Count(a.prompt_tokens.p99), Count(b.prompt_tokens.p99),
-      Ratio(a.prompt_tokens.p99, b.prompt_tokens.p99), false);
-  row("preemptions", Count(static_cast<double>(a.preemptions)),
-      Count(static_cast<double>(b.preemptions)), "", b.preemptions > 2 * a.preemptions + 10);
+  row("p99 prompt tokens", numfmt::Num(a.prompt_tokens.p99), numfmt::Num(b.prompt_tokens.p99),
+      Change(a.prompt_tokens.p99, b.prompt_tokens.p99), false);
+  row("preemptions", numfmt::Num(static_cast<double>(a.preemptions)),
+      numfmt::Num(static_cast<double>(b.preemptions)), "", b.preemptions > 2 * a.preemptions + 10);
   return out;
 }
 
@@ -72,19 +69,19 @@ std::string RenderSymptomColumn(const WindowStats& w) {
     out += fmt::format("{:<24}{:>16}\n", name, v);
   };
   row("window", numfmt::Window(w.from_s, w.to_s));
-  row("requests", Count(static_cast<double>(w.requests)));
+  row("requests", numfmt::Num(static_cast<double>(w.requests)));
   row("request rate", numfmt::Fixed(w.request_rate_rps, 2) + "/s");
-  row("p50 TTFT", Secs(w.ttft_s.p50));
-  row("p90 TTFT", Secs(w.ttft_s.p90));
-  row("p99 TTFT", Secs(w.ttft_s.p99));
-  row("p99 queue time", Secs(w.queue_s.p99));
-  row("p99 prefill time", Secs(w.prefill_s.p99));
-  row("inter-token latency p50", Secs(w.itl_s.p50));
-  row("error rate", Pct(w.error_rate));
-  row("replicas", Count(static_cast<double>(w.replicas)));
-  row("prefix-cache hit rate", Pct(w.prefix_cache_hit_rate));
-  row("p99 prompt tokens", Count(w.prompt_tokens.p99));
-  row("preemptions", Count(static_cast<double>(w.preemptions)));
+  row("p50 TTFT", numfmt::Secs(w.ttft_s.p50));
+  row("p90 TTFT", numfmt::Secs(w.ttft_s.p90));
+  row("p99 TTFT", numfmt::Secs(w.ttft_s.p99));
+  row("p99 queue time", numfmt::Secs(w.queue_s.p99));
+  row("p99 prefill time", numfmt::Secs(w.prefill_s.p99));
+  row("inter-token latency p50", numfmt::Secs(w.itl_s.p50));
+  row("error rate", numfmt::Pct1(w.error_rate));
+  row("replicas", numfmt::Num(static_cast<double>(w.replicas)));
+  row("prefix-cache hit rate", numfmt::Pct1(w.prefix_cache_hit_rate));
+  row("p99 prompt tokens", numfmt::Num(w.prompt_tokens.p99));
+  row("preemptions", numfmt::Num(static_cast<double>(w.preemptions)));
   return out;
 }
 

@@ -270,7 +270,7 @@ TEST(SummarizeMetrics, FirstBucketIsFlagged) {
 }
 
 #ifdef TTFT_SHARED_DATA_DIR
-std::string Real(const std::string& name) {
+std::string RealScrape(const std::string& name) {
   return std::string(TTFT_SHARED_DATA_DIR) + "/real-telemetry/" + name;
 }
 
@@ -304,12 +304,12 @@ TEST(RealTelemetry, EveryScrapeParses) {
 }
 
 TEST(RealTelemetry, PrePostWindowHas32Requests) {
-  const std::string pre = Real("vllm_v1_0.30.0_qwen2.5-0.5b_stormlog_q05c08_PRE.prom");
+  const std::string pre = RealScrape("vllm_v1_0.30.0_qwen2.5-0.5b_stormlog_q05c08_PRE.prom");
   if (!fs::exists(pre)) GTEST_SKIP() << "shared data absent: " << pre;
   ReadReport r;
   auto a = ReadExpositionFile(pre, true, r);
-  auto b =
-      ReadExpositionFile(Real("vllm_v1_0.30.0_qwen2.5-0.5b_stormlog_q05c08_POST.prom"), true, r);
+  auto b = ReadExpositionFile(RealScrape("vllm_v1_0.30.0_qwen2.5-0.5b_stormlog_q05c08_POST.prom"),
+                              true, r);
   ASSERT_TRUE(a.ok() && b.ok());
   std::vector<MetricSnapshot> snaps = {*a, *b};
   auto w = WindowDelta(snaps, r);

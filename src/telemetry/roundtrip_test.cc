@@ -192,7 +192,7 @@ TEST_F(SimulatorRoundTrip, ExpositionSnapshotsGiveTheCountAndBucketsHoldingTheEx
   ASSERT_TRUE(g.stats.ttft_s.source == TermQuantiles::Source::kBuckets);
   for (size_t i = 0; i < TermQuantiles::kQs.size(); ++i) {
     const double exact = ExactFloatQuantile(sink_->spans, TermQuantiles::kQs[i]);
-    SCOPED_TRACE(testing::Message() << "q=" << TermQuantiles::kQs[i] << " exact=" << exact);
+    SCOPED_TRACE(::testing::Message() << "q=" << TermQuantiles::kQs[i] << " exact=" << exact);
     EXPECT_LE(g.stats.ttft_s.buckets[i].lower_bound, exact * (1 + 1e-6));
     EXPECT_GE(g.stats.ttft_s.buckets[i].upper_bound, exact * (1 - 1e-6));
   }

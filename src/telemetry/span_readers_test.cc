@@ -237,14 +237,14 @@ TEST(Otlp, VllmLlmRequestWithStringInts) {
 }
 
 #ifdef TTFT_SHARED_DATA_DIR
-std::string Real(const std::string& name) {
+std::string RealTelemetryFile(const std::string& name) {
   return std::string(TTFT_SHARED_DATA_DIR) + "/real-telemetry/" + name;
 }
 #define SKIP_WITHOUT(path) \
   if (!fs::exists(path)) GTEST_SKIP() << "shared data absent: " << path << " (../shared/data)"
 
 TEST(RealTelemetry, VllmSpansFromStormlogSink) {
-  const std::string p = Real("vllm_0.30.0_llm_request_spans_stormlog-sink.jsonl");
+  const std::string p = RealTelemetryFile("vllm_0.30.0_llm_request_spans_stormlog-sink.jsonl");
   SKIP_WITHOUT(p);
   SpanTable t;
   ReadReport r;
@@ -260,7 +260,7 @@ TEST(RealTelemetry, VllmSpansFromStormlogSink) {
 TEST(RealTelemetry, OtlpExamplesParseCleanly) {
   for (const char* name : {"otlp_json_shape_proto_examples_trace.json",
                            "otlp_jsonl_shape_spec_file_exporter_traces.jsonl"}) {
-    const std::string p = Real(name);
+    const std::string p = RealTelemetryFile(name);
     SKIP_WITHOUT(p);
     SpanTable t;
     ReadReport r;
