@@ -66,7 +66,11 @@ struct CalibrateOptions {
   std::vector<std::string> free = {"decode_mbu", "kv_mbu", "seq_overhead_s", "front_end_s",
                                    "prefill_layer_overhead_s"};
   CostParams start = VllmH100Calibration();  // the prior (kept when unidentified); the start
-  uint64_t seed = 1;                         // one seed per evaluation
+  uint64_t seed = 1;                         // the first seed of each evaluation
+  // Seeds per evaluation (seed .. seed + seeds - 1, averaged as `ttft validate --seeds`
+  // does): more seeds cost proportionally more and fit the realisation-averaged
+  // simulation, not one realisation of arrivals and prompts.
+  int seeds = 1;
   int max_evaluations = 150;
   bool leave_one_run_out = true;
 };
@@ -92,6 +96,7 @@ struct CalibrationResult {
   StageMetrics leave_one_run_out;  // MAPE over the runs, each scored by a fit without it
   int runs = 0;
   int evaluations = 0;
+  int seeds = 1;  // seeds averaged per evaluation (CalibrateOptions::seeds)
   double objective = 0;
 };
 

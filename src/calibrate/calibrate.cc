@@ -68,7 +68,7 @@ class Fitter {
     ValidateOptions vo;
     vo.cost = c;
     vo.seed = opt_.seed;
-    vo.repeats = 1;
+    vo.repeats = opt_.seeds;
     auto rep = RunValidation(rows_, vo);
     if (!rep.ok() || rep->mape_rows == 0) return 1e9;
     if (out) *out = *rep;
@@ -120,6 +120,10 @@ std::string Pct(double v) { return std::isfinite(v) ? fmt::format("{:.1f}%", v *
 Result<CalibrationResult> Calibrate(const std::vector<MeasurementRow>& all,
                                     const CalibrateOptions& opt) {
   CalibrationResult res;
+  if (opt.seeds < 1 || opt.seeds > 100) {
+    return Status::Invalid(fmt::format("seeds: {} (1 to 100)", opt.seeds));
+  }
+  res.seeds = opt.seeds;
   std::vector<Free> free;
   for (const std::string& n : opt.free) {
     const CostParamField* f = FindCostParamField(n);
@@ -273,7 +277,8 @@ std::string CalibrationResultYaml(const CalibrationResult& r) {
                        p.name, p.value, p.sourced, p.identified ? "true" : "false", p.sensitivity);
   }
   fit += fmt::format(
-      "objective: \"MAPE(TTFT mean) + MAPE(E2E mean) + MAPE(decode ms/token), 1 seed\"\n");
+      "objective: \"MAPE(TTFT mean) + MAPE(E2E mean) + MAPE(decode ms/token), {} seed{}\"\n",
+      r.seeds, r.seeds == 1 ? "" : "s");
   fit += fmt::format("in_sample_mape: {}\nin_sample_rows: {}\n", mape(r.in_sample), r.rows);
   if (r.runs > 0) {
     fit += fmt::format("leave_one_run_out_mape: {}\nruns: {}\n", mape(r.leave_one_run_out), r.runs);
@@ -301,7 +306,8 @@ std::string CalibrationResultText(const CalibrationResult& r) {
   };
   line("in-sample MAPE", r.in_sample, r.rows, "rows");
   if (r.runs > 0) line("leave-one-run-out MAPE", r.leave_one_run_out, r.runs, "runs");
-  out += fmt::format("{} simulations (1 seed each)\n", r.evaluations);
+  out += fmt::format("{} evaluations ({} seed{} each)\n", r.evaluations, r.seeds,
+                     r.seeds == 1 ? "" : "s");
   for (const auto& w : r.warnings) out += "warning: " + escape::Terminal(w) + "\n";
   return out;
 }

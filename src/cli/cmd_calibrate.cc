@@ -21,6 +21,7 @@ Runner RegisterCalibrate(CLI::App& app) {
     std::string out, format = "text", model, gpu, prior = "joint";
     int tp = 0;
     uint64_t seed = 1;
+    int seeds = CalibrateOptions{}.seeds;
     int max_evaluations = CalibrateOptions{}.max_evaluations;
     bool no_loo = false;
   };
@@ -39,6 +40,10 @@ Runner RegisterCalibrate(CLI::App& app) {
   app.add_option("--tp", o->tp, "Bench results: the tensor-parallel degree (default: 1)")
       ->check(CLI::Range(1, 64));
   app.add_option("--seed", o->seed, "Seed of the simulations")->capture_default_str();
+  app.add_option("--seeds", o->seeds,
+                 "Seeds averaged per evaluation (as ttft validate --seeds); the cost grows with it")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   app.add_option("--max-evaluations", o->max_evaluations, "Simulation budget of the main fit")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -67,6 +72,7 @@ Runner RegisterCalibrate(CLI::App& app) {
     CalibrateOptions opt;
     if (!o->free.empty()) opt.free = o->free;
     opt.seed = o->seed;
+    opt.seeds = o->seeds;
     opt.max_evaluations = o->max_evaluations;
     opt.leave_one_run_out = !o->no_loo;
     if (o->prior == "fleet") opt.start = CostParams{};
