@@ -62,8 +62,9 @@ struct RunOptions {
   std::function<void(double sim_s, double fraction)> progress;
 };
 
-// NOLINTNEXTLINE(bugprone-exception-escape): clang-tidy 14 reports the implicit
-// special members of a struct (llvm/llvm-project#54668, #54956); every member moves nothrow.
+// clang-tidy 14 reports the implicit special members of a struct as throwing
+// (llvm/llvm-project#54668, #54956); every member moves nothrow.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct ScenarioRun {
   SimulationResult result;
   AnalysisWindows windows;
@@ -98,8 +99,9 @@ std::vector<SignatureCheck> SeedSignature(const WindowStats& baseline, const Win
 
 // A drill: a scenario with a change, simulated and diagnosed, with the seed's
 // signature and the cost model's check of the seed's arithmetic.
-// NOLINTNEXTLINE(bugprone-exception-escape): clang-tidy 14 reports the implicit
-// special members of a struct (llvm/llvm-project#54668, #54956); every member moves nothrow.
+// clang-tidy 14 reports the implicit special members of a struct as throwing
+// (llvm/llvm-project#54668, #54956); every member moves nothrow.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct Drill {
   std::string scenario, description, variant;
   uint64_t seed = 0;
