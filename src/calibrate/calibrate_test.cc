@@ -118,5 +118,43 @@ TEST(Calibrate, RecoversAKnownFrontEnd) {
   EXPECT_NE(prof->fit_yaml.find("a.json: assumed workload:"), std::string::npos) << prof->fit_yaml;
 }
 
+// --seeds: each evaluation is the mean of `seeds` seeds, as `ttft validate --seeds` reports.
+// Measurements that are a 3-seed mean of the truth are fitted exactly by a 3-seed
+// evaluation at the truth, and not by a 1-seed one (one realisation of the arrivals).
+TEST(Calibrate, SeedsAverageEachEvaluation) {
+  BenchAssumptions a;
+  a.gpu = "h100-sxm";
+  auto row = ParseBenchServeJson(kBench, "a.json", a);
+  ASSERT_TRUE(row.ok()) << row.status().ToString();
+  std::vector<MeasurementRow> rows = {*row};
+  const CostParams truth = VllmH100Calibration();
+  ValidateOptions vo;
+  vo.cost = truth;
+  vo.repeats = 3;
+  auto sim = RunValidation(rows, vo);
+  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+  rows[0].measured = sim->rows[0].simulated;
+  CalibrateOptions opt;
+  opt.free = {"front_end_s"};
+  opt.max_evaluations = 4;
+  opt.leave_one_run_out = false;
+  opt.seeds = 3;
+  auto three = Calibrate(rows, opt);
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  EXPECT_EQ(three->seeds, 3);
+  EXPECT_DOUBLE_EQ(three->in_sample.ttft_mean_ms, 0);
+  EXPECT_DOUBLE_EQ(three->in_sample.e2e_mean_ms, 0);
+  EXPECT_NE(CalibrationResultYaml(*three).find("3 seeds"), std::string::npos);
+  EXPECT_NE(CalibrationResultText(*three).find("(3 seeds each)"), std::string::npos);
+  opt.seeds = 1;
+  auto one = Calibrate(rows, opt);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_GT(one->in_sample.e2e_mean_ms + one->in_sample.ttft_p90_ms, 0);
+  opt.seeds = 0;
+  auto none = Calibrate(rows, opt);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("seeds"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ttft
