@@ -59,28 +59,16 @@ using ttft::testing::HttpGet;
 using ttft::testing::IsExecutable;
 using ttft::testing::kPrometheus;
 using ttft::testing::kPromtool;
+using ttft::testing::ReadFile;
 using ttft::testing::RunResult;
 using ttft::testing::RunTtft;
 using ttft::testing::TailFile;
+using ttft::testing::TempDir;
 using ttft::testing::UrlEncode;
 
 constexpr const char* kVictoriaMetrics = "/usr/bin/victoria-metrics";
 constexpr const char* kVmalert = "/usr/bin/vmalert";
 constexpr const char* kSelector = R"(job="vllm")";
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-fs::path FreshDir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / fmt::format("ttft_rules_{}_{}", name, ::getpid());
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 // `cmd` through the shell under coreutils `timeout`, output to `log`; the exit code.
 int Sh(const std::string& cmd, const fs::path& log, int timeout_s) {
@@ -120,7 +108,7 @@ std::map<std::string, std::string> RuleExprs(const fs::path& file) {
 // Every panel target's expression of the dashboard, with its panel title.
 std::vector<std::pair<std::string, std::string>> DashboardExprs(const fs::path& file) {
   std::vector<std::pair<std::string, std::string>> out;
-  const json d = json::parse(Slurp(file));
+  const json d = json::parse(ReadFile(file));
   for (const auto& p : d["panels"]) {
     if (!p.contains("targets")) continue;
     for (const auto& t : p["targets"]) out.emplace_back(p["title"], t["expr"]);
@@ -151,24 +139,24 @@ class RulesPromtool : public ::testing::Test {
 
 TEST_F(RulesPromtool, CheckRulesAcceptsBothFilesForBothEngines) {
   for (const char* engine : {"vllm", "sglang"}) {
-    const fs::path dir = FreshDir(std::string("check_") + engine);
+    const fs::path dir = TempDir(std::string("rules_check_") + engine);
     ASSERT_TRUE(Generate(dir, fmt::format("--engine {} --selector '{}'", engine, kSelector)));
     for (const char* f : {"ttft-recording.rules.yml", "ttft-alerts.rules.yml"}) {
       const int rc = Sh(fmt::format("{} check rules {}", kPromtool, (dir / f).string()),
                         dir / "check.log", 60);
-      EXPECT_EQ(rc, 0) << engine << " " << f << ":\n" << Slurp(dir / "check.log");
-      EXPECT_THAT(Slurp(dir / "check.log"), ::testing::HasSubstr("SUCCESS"));
+      EXPECT_EQ(rc, 0) << engine << " " << f << ":\n" << ReadFile(dir / "check.log");
+      EXPECT_THAT(ReadFile(dir / "check.log"), ::testing::HasSubstr("SUCCESS"));
       // vmalert parses the same files (its PromQL dialect, MetricsQL, and templates).
       if (IsExecutable(kVmalert)) {
         const int vrc = Sh(fmt::format("{} -dryRun -rule={} -datasource.url=http://127.0.0.1:1 "
                                        "-loggerLevel=ERROR",
                                        kVmalert, (dir / f).string()),
                            dir / "vmalert.log", 60);
-        EXPECT_EQ(vrc, 0) << engine << " " << f << ":\n" << Slurp(dir / "vmalert.log");
+        EXPECT_EQ(vrc, 0) << engine << " " << f << ":\n" << ReadFile(dir / "vmalert.log");
       }
     }
     // What SGLang lacks is left out, and the files say so.
-    const std::string rec = Slurp(dir / "ttft-recording.rules.yml");
+    const std::string rec = ReadFile(dir / "ttft-recording.rules.yml");
     if (std::string(engine) == "sglang") {
       EXPECT_THAT(rec, ::testing::Not(::testing::HasSubstr("prefill_time_seconds")));
       EXPECT_THAT(rec, ::testing::HasSubstr("# LEFT OUT: prefill time"));
@@ -264,7 +252,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, RulesPromtoolUnit, ::testing::ValuesIn(kEngine
 
 TEST_P(RulesPromtoolUnit, TestRulesEachAlertFiresAndHealthySeriesStayQuiet) {
   const EngineNames& e = GetParam();
-  const fs::path dir = FreshDir(std::string("unit_") + e.engine);
+  const fs::path dir = TempDir(std::string("rules_unit_") + e.engine);
   ASSERT_TRUE(Generate(dir, fmt::format("--engine {} --selector '{}'", e.engine, kSelector)));
   const auto defs = AlertDefs(dir / "ttft-alerts.rules.yml");
   ASSERT_EQ(defs.size(), 5u);
@@ -367,9 +355,9 @@ TEST_P(RulesPromtoolUnit, TestRulesEachAlertFiresAndHealthySeriesStayQuiet) {
   const int rc =
       Sh(fmt::format("{} test rules {}", kPromtool, (dir / "ttft-rules.test.yml").string()),
          dir / "test.log", 120);
-  EXPECT_EQ(rc, 0) << Slurp(dir / "test.log") << "\n--- test file "
+  EXPECT_EQ(rc, 0) << ReadFile(dir / "test.log") << "\n--- test file "
                    << (dir / "ttft-rules.test.yml");
-  EXPECT_THAT(Slurp(dir / "test.log"), ::testing::HasSubstr("SUCCESS"));
+  EXPECT_THAT(ReadFile(dir / "test.log"), ::testing::HasSubstr("SUCCESS"));
   if (rc == 0) fs::remove_all(dir);
 }
 
@@ -531,7 +519,7 @@ class RulesSimulatedIncident : public ::testing::Test {
   static constexpr int64_t kDeployS = 300, kEndS = 600;
 
   static void SetUpTestSuite() {
-    dir_ = FreshDir("incident");
+    dir_ = TempDir("rules_incident");
     RunResult sim = RunTtft(fmt::format("simulate incidents/prefix-cache-collapse --quiet --out {}",
                                         (dir_ / "sim").string()),
                             120);
@@ -651,7 +639,7 @@ class RulesSimulatedIncident : public ::testing::Test {
     EXPECT_GT(hit_rate(t0_ + kDeployS - 5), 0.5) << server;
     EXPECT_LT(hit_rate(end_s), 0.2) << server;
     // The deploy annotation is a valid query (the simulator exports no process metrics).
-    const json dash = json::parse(Slurp(dir_ / "rules" / "ttft-dashboard.json"));
+    const json dash = json::parse(ReadFile(dir_ / "rules" / "ttft-dashboard.json"));
     const std::string anno = dash["annotations"]["list"][0]["expr"];
     EXPECT_EQ(
         HttpGet(port, fmt::format("/api/v1/query?query={}&time={}", UrlEncode(anno), end_s), 10)
@@ -797,7 +785,7 @@ TEST(RulesVictoriaMetrics, VmalertReplayFiresTheHitRateAndBurnRateAlertsForTheBa
                  << " is absent: install Debian's victoria-metrics package "
                     "(scripts/install-deps.sh) to evaluate the alerts with vmalert";
   }
-  const fs::path dir = FreshDir("vm");
+  const fs::path dir = TempDir("rules_vm");
   ASSERT_TRUE(Generate(dir / "rules", fmt::format("--selector '{}'", kSelector)));
 
   // Three hours at one sample a minute, ending a few minutes ago. Model "bad": the hit
@@ -879,7 +867,7 @@ TEST(RulesVictoriaMetrics, VmalertReplayFiresTheHitRateAndBurnRateAlertsForTheBa
 // -----------------------------------------------------------------------------
 
 TEST(RulesCli, BadFlagsExitTwoNamingTheFlagAndWriteNothing) {
-  const fs::path dir = FreshDir("bad");
+  const fs::path dir = TempDir("rules_bad");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--slo-objective 1", "--slo-objective"},
       {"--slo-objective 0", "--slo-objective"},

@@ -81,7 +81,7 @@ const char* const kMetricNames[] = {
 
 CostParams VllmH100Calibration() {
   // `ttft calibrate calibration.csv calibration-7b.csv --max-evaluations 320 --seeds 5`
-  // from the 1-seed fit's values (2 to 3 significant digits); docs/calibration.md.
+  // started from the 1-seed fit's values (2 to 3 significant digits); docs/calibration.md.
   CostParams c;
   c.decode_mbu = 0.743;
   c.kv_mbu = 0.917;
