@@ -14,7 +14,10 @@
 //     the simulated front-end overhead stands for HTTP, tokenisation, IPC, streaming).
 //   * decode_ms_per_token = (E2E mean - TTFT mean) / (output_len - 1), the
 //     calibration file's definition (its README, section 6.4).
-//   * out_tok_s = output tokens of successful requests / (last end - first send).
+//   * out_tok_s = generated output tokens of successful requests / (last end - first
+//     send). A table's out_tok_s counts the client's re-tokenised text (the calibration
+//     data's README): when it has output_tokens_mean, the reader rescales it by
+//     output_len / output_tokens_mean.
 //   * Percentiles: linear interpolation (numpy's default, which inference-perf uses).
 //
 // Overload: a row is *measured* overloaded when it has failed requests (client
@@ -111,8 +114,8 @@ void ApplyVllmDefaults(MeasurementRow& row, const std::vector<std::string>& empt
 // run, workload and ttft_mean_ms .. decode_ms_per_token columns are required; the
 // engine settings (tp, dtype, max_model_len, max_num_batched_tokens, max_num_seqs,
 // prefix_caching, chunked_prefill, gpu_mem_util, kv_block_size) may be absent or empty
-// and then take vLLM's defaults (ApplyVllmDefaults); out_tok_s, n_failed and
-// gpu_kv_cache_tokens are optional. A file-level problem (CSV syntax, a missing
+// and then take vLLM's defaults (ApplyVllmDefaults); out_tok_s, output_tokens_mean,
+// n_failed and gpu_kv_cache_tokens are optional. A file-level problem (CSV syntax, a missing
 // required column, no rows) is an error; a row whose cells are invalid is returned
 // with skip_reason set. Messages name "file:line: column: what".
 Result<std::vector<MeasurementRow>> ReadMeasurements(const std::string& path);

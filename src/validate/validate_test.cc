@@ -42,6 +42,23 @@ TEST(ReadMeasurements, ColumnsByNameAndQuotedFields) {
   EXPECT_EQ(r.source, "t.csv:3");
 }
 
+// The table's out_tok_s counts re-tokenised text; it is compared in generated tokens.
+TEST(ReadMeasurements, OutputThroughputIsRescaledToGeneratedTokens) {
+  std::string header = kHeader;
+  header.replace(header.size() - 1, 1, ",out_tok_s,output_tokens_mean\n");
+  std::string row = Row(0, 2, 30);
+  row.replace(row.size() - 1, 1, ",100,50\n");  // 64 generated, re-tokenised as 50
+  auto rows = ParseMeasurements(header + row, "t.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_DOUBLE_EQ((*rows)[0].measured.out_tok_s, 100.0 * 64 / 50);
+  std::string zero = Row(0, 2, 30);
+  zero.replace(zero.size() - 1, 1, ",100,0\n");
+  rows = ParseMeasurements(header + zero, "t.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ((*rows)[0].skip_reason, "t.csv:2: output_tokens_mean: must be > 0");
+}
+
 // Rows that would be used wrongly are skipped with their reason, the rest of the table
 // goes on: a repeated stage (a table pasted twice), a row cut short (a truncated file's
 // last line would take vLLM's defaults for its missing settings), a cell not UTF-8.
