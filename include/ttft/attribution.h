@@ -85,6 +85,9 @@ struct AttributionOptions {
   // The cost model's parameters: a calibration profile (`ttft calibrate`) where given,
   // else the defaults of ttft/model.h.
   std::optional<CostParams> cost;
+  // The profile's engine.async_scheduling, where it states one: the assumed engine's
+  // scheduling (known_engines keep their scenario's).
+  std::optional<bool> async_scheduling;
   // The replicas as the scenario defines them, by name (spans from `ttft simulate`):
   // their engines replace the assumed one. Replicas not listed get the assumed engine.
   std::map<std::string, EngineConfig> known_engines;

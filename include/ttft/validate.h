@@ -44,6 +44,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,8 +81,9 @@ struct MeasurementRow {
   int64_t gpu_kv_cache_tokens = 0;  // 0: unknown (derived from memory)
   int kv_block_size = 16;
   // vLLM's async scheduling (EngineConfig::async_scheduling): column async_scheduling,
-  // else on, v0.15.1's default (vllm#27614).
+  // else on, v0.15.1's default (vllm#27614), or ValidateOptions::async_scheduling.
   bool async_scheduling = true;
+  bool async_scheduling_stated = false;  // the table's column had a value for this row
   SharedPrefixSpec workload;  // groups, prompts, lengths; stages filled per run
   double rate_rps = 0;
   double duration_s = 0;
@@ -144,6 +146,9 @@ struct ValidateOptions {
   // means. The measurement is one realisation of random prompts and arrivals, and a
   // tail near a limit (max_num_seqs) moves a lot between realisations.
   int repeats = 5;
+  // A calibration profile's engine.async_scheduling (the scheduling it was fitted
+  // under): rows whose table leaves async_scheduling empty take it; a stated cell wins.
+  std::optional<bool> async_scheduling;
 };
 
 struct StageResult {

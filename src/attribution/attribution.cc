@@ -503,6 +503,7 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
   EngineConfig engine;
   engine.hardware = *hw;
   engine.cost = opt.cost.value_or(CostParams{});
+  engine.async_scheduling = opt.async_scheduling.value_or(engine.async_scheduling);
   engine.max_model_len = std::max<int64_t>(engine.max_model_len, (longest + 1023) / 1024 * 1024);
   engine.max_num_batched_tokens = std::max(engine.max_num_batched_tokens, int64_t{8192});
   if (!engine.Validate().ok() || !engine.KvCapacityBlocks().ok()) {
@@ -562,9 +563,10 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
     out.assumptions.push_back(fmt::format(
         "fleet: {} replicas from the spans' replica and region labels ({}), each {} {} tp{} on {} "
         "with vLLM's default scheduler (max_num_batched_tokens {}, max_num_seqs {}, chunked "
-        "prefill, prefix caching), cost model {}",
+        "prefill, prefix caching{}), cost model {}",
         fleet.names.size(), regions_text, hw->model.name, ToString(hw->weight_dtype), hw->tp,
         hw->gpu.name, engine.max_num_batched_tokens, engine.max_num_seqs,
+        engine.async_scheduling ? ", async scheduling" : "",
         opt.cost ? "from the calibration profile" : "defaults"));
   }
   out.assumptions.push_back(fmt::format(

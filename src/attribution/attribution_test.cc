@@ -145,6 +145,25 @@ TEST(Attribution, OneCauseTakesTheWholeIncrease) {
       << Headline(a);
 }
 
+TEST(Attribution, AProfilesAsyncSchedulingRunsTheAssumedEngines) {
+  Shape after;
+  after.rate_rps = 24;
+  const Attribution sync = RunPair(Shape{}, after);
+  AttributionOptions opt;
+  opt.async_scheduling = true;  // a request joins the step after the next: TTFT longer
+  const Attribution async = RunPair(Shape{}, after, opt);
+  ASSERT_TRUE(sync.run && async.run) << sync.not_run_reason << async.not_run_reason;
+  EXPECT_GT(async.replay_none_p99_s, sync.replay_none_p99_s);
+  auto says_async = [](const Attribution& a) {
+    for (const std::string& s : a.assumptions) {
+      if (s.find("async scheduling") != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(says_async(async));
+  EXPECT_FALSE(says_async(sync));
+}
+
 TEST(Attribution, TwoCausesShareTheIncreaseAndTheSharesAddUp) {
   const Shape after = SurgeAndCollapse();
   AttributionOptions opt;

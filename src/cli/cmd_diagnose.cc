@@ -74,6 +74,7 @@ Runner RegisterDiagnose(CLI::App& app) {
       TTFT_ASSIGN_OR_RETURN(CalibrationProfile prof, ReadCalibrationProfile(o->calibration));
       options.cost = prof.cost;
       options.attribution.cost = prof.cost;  // the replay's engines too
+      options.attribution.async_scheduling = prof.async_scheduling;
     }
     options.min_ok_requests = o->min_requests;
     options.attribute = !o->no_attribution;

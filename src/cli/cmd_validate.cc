@@ -42,6 +42,7 @@ Runner RegisterValidate(CLI::App& app) {
         const CostParamField* f = FindCostParamField(k);
         opt.cost.*(f->field) = prof.cost.*(f->field);
       }
+      opt.async_scheduling = prof.async_scheduling;  // rows that leave it empty take it
     }
     opt.seed = o->seed;
     opt.client_timeout_s = o->timeout_s;

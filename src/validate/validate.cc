@@ -278,6 +278,7 @@ Result<std::vector<MeasurementRow>> ParseMeasurements(const std::string& text,
       TTFT_ASSIGN_OR_RETURN(m.gpu_kv_cache_tokens, integer("gpu_kv_cache_tokens", true, 0));
       if (!cell("async_scheduling").empty()) {
         TTFT_ASSIGN_OR_RETURN(m.async_scheduling, boolean("async_scheduling"));
+        m.async_scheduling_stated = true;
       }
       if (!is_empty("kv_block_size")) {
         TTFT_ASSIGN_OR_RETURN(int64_t bs, integer("kv_block_size", false, 16));
@@ -410,7 +411,9 @@ Result<std::vector<StageResult>> SimulateRun(const std::vector<MeasurementRow>& 
   ec.max_model_len = first.max_model_len;
   ec.enable_chunked_prefill = first.chunked_prefill;
   ec.enable_prefix_caching = first.prefix_caching;
-  ec.async_scheduling = first.async_scheduling;
+  ec.async_scheduling = first.async_scheduling_stated || !opt.async_scheduling.has_value()
+                            ? first.async_scheduling
+                            : *opt.async_scheduling;
   // vLLM's own log line gives the capacity when the table has it; otherwise memory.
   if (first.gpu_kv_cache_tokens > 0) ec.num_gpu_blocks = first.gpu_kv_cache_tokens / ec.block_size;
   TTFT_RETURN_IF_ERROR(ec.Validate().WithContext(first.source));
@@ -662,8 +665,10 @@ std::string ValidationText(const ValidationReport& rep) {
                        k.stage, escape::Terminal(k.reason));
   }
   if (!rep.skipped.empty()) out += "\n";
-  out += fmt::format("MAPE over {} rows not measured overloaded (simulated: mean of {} seeds)\n",
-                     rep.mape_rows, rep.repeats);
+  out += fmt::format("MAPE over {} row{} not measured overloaded (simulated: {})\n", rep.mape_rows,
+                     rep.mape_rows == 1 ? "" : "s",
+                     rep.repeats == 1 ? std::string("one seed")
+                                      : fmt::format("mean of {} seeds", rep.repeats));
   out += head + "\n";
   line("MAPE", rep.mape, true);
   out += "  out_tok_s: generated tokens per second (a table's re-tokenised out_tok_s is "

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -234,6 +235,34 @@ TEST(SimulateRun, StagesRunBackToBackAndReuseThePrompts) {
     EXPECT_GT(r.simulated.ttft_mean_ms, opt.cost.front_end_s * 1e3);
     EXPECT_NEAR(r.simulated.out_tok_s, r.rate_rps * 64, r.rate_rps * 64 * 0.15);
   }
+}
+
+TEST(SimulateRun, AProfilesAsyncSchedulingFillsOnlyRowsThatLeaveItEmpty) {
+  auto unstated = ParseMeasurements(std::string(kHeader) + Row(0, 2, 60), "t.csv");
+  std::string header = kHeader;
+  header.insert(header.size() - 1, ",async_scheduling");
+  std::string row = Row(0, 2, 60);
+  row.insert(row.size() - 1, ",true");
+  auto stated = ParseMeasurements(header + row, "s.csv");
+  ASSERT_TRUE(unstated.ok() && stated.ok());
+  EXPECT_FALSE((*unstated)[0].async_scheduling_stated);
+  EXPECT_TRUE((*stated)[0].async_scheduling_stated);
+  auto ttft_ms = [](const std::vector<MeasurementRow>& rows, std::optional<bool> async) {
+    ValidateOptions opt;
+    opt.repeats = 1;
+    opt.async_scheduling = async;
+    auto res = SimulateRun(rows, opt);
+    EXPECT_TRUE(res.ok()) << res.status().ToString();
+    return res.ok() ? (*res)[0].simulated.ttft_mean_ms : -1.0;
+  };
+  const double by_default = ttft_ms(*unstated, std::nullopt);  // v0.15.1's: on
+  EXPECT_DOUBLE_EQ(ttft_ms(*unstated, true), by_default);
+  // Off, a request arriving during a step joins the next one instead of the one after:
+  // about one 7B decode step (~6 ms) sooner.
+  const double profile_off = ttft_ms(*unstated, false);
+  EXPECT_LT(profile_off, by_default - 2.0);
+  // A cell that states it wins over the profile.
+  EXPECT_DOUBLE_EQ(ttft_ms(*stated, false), by_default);
 }
 
 TEST(SimulateRun, OverloadIsFlaggedNotAveragedAway) {
