@@ -84,7 +84,7 @@ struct MeasurementRow {
   // else on, v0.15.1's default (vllm#27614), or ValidateOptions::async_scheduling.
   bool async_scheduling = true;
   bool async_scheduling_stated = false;  // the table's column had a value for this row
-  SharedPrefixSpec workload;  // groups, prompts, lengths; stages filled per run
+  SharedPrefixSpec workload;             // groups, prompts, lengths; stages filled per run
   double rate_rps = 0;
   double duration_s = 0;
   int64_t n_failed = 0;
@@ -159,6 +159,10 @@ struct StageResult {
   bool measured_overloaded = false;
   bool simulated_overloaded = false;
   StageMetrics measured, simulated;
+  // The lowest and highest value each simulated metric took over the seeds (equal to
+  // `simulated` with one seed): a measurement outside this range is a model error,
+  // not the spread of one realisation.
+  StageMetrics sim_seed_min, sim_seed_max;
   StageMetrics error;                        // |sim - measured| / measured, per metric
   int64_t sim_requests = 0, sim_failed = 0;  // failed: slower than the client timeout
   // Overload evidence: simulated mean TTFT and mean waiting count over the first and
@@ -184,6 +188,10 @@ struct ValidationReport {
   StageMetrics mape;
   int mape_rows = 0;
   int repeats = 1;  // seeds averaged per row
+  // Per metric: the rows the MAPE averages (mape_rows less those whose error is not
+  // finite), and how many of them have the measured value within [sim_seed_min,
+  // sim_seed_max] (meaningful when repeats > 1).
+  StageMetrics mape_count, in_seed_range;
 };
 
 // Simulates every run of `rows` (rows sharing `experiment` are one run's stages, run

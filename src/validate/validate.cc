@@ -568,13 +568,18 @@ Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
       continue;
     }
     std::vector<StageResult> res = std::move(*first_run);
+    for (StageResult& r : res) r.sim_seed_min = r.sim_seed_max = r.simulated;
     const int repeats = std::max(1, opt.repeats);
     for (int rep_i = 1; rep_i < repeats; ++rep_i) {
       ValidateOptions o = opt;
       o.seed = opt.seed + static_cast<uint64_t>(rep_i);
       TTFT_ASSIGN_OR_RETURN(std::vector<StageResult> more, SimulateRun(stages, o));
       for (size_t k = 0; k < res.size(); ++k) {
-        for (auto f : fields) res[k].simulated.*f += more[k].simulated.*f;
+        for (auto f : fields) {
+          res[k].simulated.*f += more[k].simulated.*f;
+          res[k].sim_seed_min.*f = std::fmin(res[k].sim_seed_min.*f, more[k].simulated.*f);
+          res[k].sim_seed_max.*f = std::fmax(res[k].sim_seed_max.*f, more[k].simulated.*f);
+        }
         res[k].sim_requests += more[k].sim_requests;
         res[k].sim_failed += more[k].sim_failed;
         res[k].sim_ttft_first_third_s += more[k].sim_ttft_first_third_s;
@@ -610,6 +615,10 @@ Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
         if (!r.measured_overloaded && std::isfinite(r.error.*fields[i])) {
           sum[i] += r.error.*fields[i];
           ++cnt[i];
+          const double meas = r.measured.*fields[i];
+          if (meas >= r.sim_seed_min.*fields[i] && meas <= r.sim_seed_max.*fields[i]) {
+            rep.in_seed_range.*fields[i] += 1;
+          }
         }
       }
       if (!r.measured_overloaded) ++rep.mape_rows;
@@ -617,6 +626,7 @@ Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
     }
   }
   for (size_t i = 0; i < fields.size(); ++i) {
+    rep.mape_count.*fields[i] = cnt[i];
     rep.mape.*fields[i] = cnt[i] ? sum[i] / cnt[i] : std::numeric_limits<double>::quiet_NaN();
   }
   return rep;
@@ -641,6 +651,10 @@ std::string ValidationText(const ValidationReport& rep) {
     out += head + "\n";
     line("measured", r.measured, false);
     line("simulated", r.simulated, false);
+    if (rep.repeats > 1) {
+      line("seed min", r.sim_seed_min, false);
+      line("seed max", r.sim_seed_max, false);
+    }
     line("abs err", r.error, true);
     for (const std::string& d : r.defaults_used) out += "  engine setting left empty: " + d + "\n";
     out += fmt::format(
@@ -665,14 +679,27 @@ std::string ValidationText(const ValidationReport& rep) {
                        k.stage, escape::Terminal(k.reason));
   }
   if (!rep.skipped.empty()) out += "\n";
-  out += fmt::format("MAPE over {} row{} not measured overloaded (simulated: {})\n", rep.mape_rows,
-                     rep.mape_rows == 1 ? "" : "s",
-                     rep.repeats == 1 ? std::string("one seed")
-                                      : fmt::format("mean of {} seeds", rep.repeats));
+  out += fmt::format(
+      "MAPE over {} row{} not measured overloaded (simulated: {})\n", rep.mape_rows,
+      rep.mape_rows == 1 ? "" : "s",
+      rep.repeats == 1 ? std::string("one seed") : fmt::format("mean of {} seeds", rep.repeats));
   out += head + "\n";
   line("MAPE", rep.mape, true);
-  out += "  out_tok_s: generated tokens per second (a table's re-tokenised out_tok_s is "
-         "rescaled by output_len / output_tokens_mean)\n";
+  if (rep.repeats > 1) {
+    out += fmt::format("  {:<10}", "in range");
+    for (auto f : fields) {
+      out += fmt::format(" {:>10}",
+                         fmt::format("{:.0f}/{:.0f}", rep.in_seed_range.*f, rep.mape_count.*f));
+    }
+    out += fmt::format(
+        "\n  in range: rows whose measured value lies within the {} seeds' lowest to highest "
+        "simulated value (outside it, random prompts and arrivals alone do not explain the "
+        "error)\n",
+        rep.repeats);
+  }
+  out +=
+      "  out_tok_s: generated tokens per second (a table's re-tokenised out_tok_s is "
+      "rescaled by output_len / output_tokens_mean)\n";
   return out;
 }
 
@@ -697,6 +724,8 @@ nlohmann::json ValidationJson(const ValidationReport& rep) {
                      {"simulated_overloaded", r.simulated_overloaded},
                      {"measured", obj(r.measured)},
                      {"simulated", obj(r.simulated)},
+                     {"simulated_seed_min", obj(r.sim_seed_min)},
+                     {"simulated_seed_max", obj(r.sim_seed_max)},
                      {"error", obj(r.error)},
                      {"simulation",
                       {{"requests", r.sim_requests},
@@ -723,6 +752,8 @@ nlohmann::json ValidationJson(const ValidationReport& rep) {
           {"mape", obj(rep.mape)},
           {"seeds", rep.repeats},
           {"mape_rows", rep.mape_rows},
+          {"mape_count", obj(rep.mape_count)},
+          {"in_seed_range", obj(rep.in_seed_range)},
           {"overloaded_rows_excluded", overloaded}};
 }
 

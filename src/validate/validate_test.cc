@@ -1,8 +1,10 @@
 // ttft validate: the measurement reader, the run driver and the comparison.
 #include "ttft/validate.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -263,6 +265,48 @@ TEST(SimulateRun, AProfilesAsyncSchedulingFillsOnlyRowsThatLeaveItEmpty) {
   EXPECT_LT(profile_off, by_default - 2.0);
   // A cell that states it wins over the profile.
   EXPECT_DOUBLE_EQ(ttft_ms(*stated, false), by_default);
+}
+
+TEST(RunValidation, SeedRangeBracketsTheMeanAndCountsTheMeasurementsInside) {
+  auto rows = ParseMeasurements(std::string(kHeader) + Row(0, 4, 60), "t.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ValidateOptions opt;
+  opt.repeats = 3;
+  auto rep = RunValidation(*rows, opt);
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  ASSERT_EQ(rep->rows.size(), 1u);
+  const StageResult& r = rep->rows[0];
+  auto seed_ttft_p99 = [&](uint64_t seed) {
+    ValidateOptions one = opt;
+    one.repeats = 1;
+    one.seed = seed;
+    auto res = SimulateRun(*rows, one);
+    EXPECT_TRUE(res.ok());
+    return res.ok() ? (*res)[0].simulated.ttft_p99_ms : -1.0;
+  };
+  const double p99[] = {seed_ttft_p99(1), seed_ttft_p99(2), seed_ttft_p99(3)};
+  EXPECT_DOUBLE_EQ(r.sim_seed_min.ttft_p99_ms, *std::min_element(p99, p99 + 3));
+  EXPECT_DOUBLE_EQ(r.sim_seed_max.ttft_p99_ms, *std::max_element(p99, p99 + 3));
+  EXPECT_NEAR(r.simulated.ttft_p99_ms, (p99[0] + p99[1] + p99[2]) / 3, 1e-9);
+  EXPECT_LT(r.sim_seed_min.ttft_p99_ms, r.sim_seed_max.ttft_p99_ms);  // seeds differ
+  // The row's measured TTFT mean is 50 ms and its E2E mean 1,000 ms: the count is what
+  // the range says, per metric.
+  const bool ttft_in = r.sim_seed_min.ttft_mean_ms <= 50 && 50 <= r.sim_seed_max.ttft_mean_ms;
+  EXPECT_EQ(rep->in_seed_range.ttft_mean_ms, ttft_in ? 1 : 0);
+  EXPECT_EQ(rep->mape_count.ttft_mean_ms, 1);
+  const std::string text = ValidationText(*rep);
+  EXPECT_NE(text.find("seed min"), std::string::npos) << text;
+  EXPECT_NE(text.find(fmt::format("in range   {:>10}", fmt::format("{}/1", ttft_in ? 1 : 0))),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(ValidationJson(*rep)["rows"][0]["simulated_seed_max"]["ttft_p99"].get<double>(),
+            r.sim_seed_max.ttft_p99_ms);
+  // One seed: no range lines (min = max = the value).
+  opt.repeats = 1;
+  auto single = RunValidation(*rows, opt);
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(ValidationText(*single).find("seed min"), std::string::npos);
+  EXPECT_DOUBLE_EQ(single->rows[0].sim_seed_min.ttft_p99_ms, p99[0]);
 }
 
 TEST(SimulateRun, OverloadIsFlaggedNotAveragedAway) {
