@@ -160,8 +160,8 @@ struct StageResult {
   bool simulated_overloaded = false;
   StageMetrics measured, simulated;
   // The lowest and highest value each simulated metric took over the seeds (equal to
-  // `simulated` with one seed): a measurement outside this range is a model error,
-  // not the spread of one realisation.
+  // `simulated` with one seed): outside this range, the random prompts and arrivals
+  // alone do not explain the error (the measurement has run-to-run noise of its own).
   StageMetrics sim_seed_min, sim_seed_max;
   StageMetrics error;                        // |sim - measured| / measured, per metric
   int64_t sim_requests = 0, sim_failed = 0;  // failed: slower than the client timeout
