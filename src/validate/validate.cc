@@ -556,7 +556,6 @@ Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
   rep.repeats = std::max(1, opt.repeats);
   const auto fields = MetricFields();
   std::vector<double> sum(fields.size(), 0);
-  std::vector<int> cnt(fields.size(), 0);
   for (const auto& name : order) {
     const auto& stages = runs[name];
     auto first_run = SimulateRun(stages, opt);
@@ -614,7 +613,7 @@ Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
         r.error.*fields[i] = Ape(r.simulated.*fields[i], r.measured.*fields[i]);
         if (!r.measured_overloaded && std::isfinite(r.error.*fields[i])) {
           sum[i] += r.error.*fields[i];
-          ++cnt[i];
+          rep.mape_count.*fields[i] += 1;
           const double meas = r.measured.*fields[i];
           if (meas >= r.sim_seed_min.*fields[i] && meas <= r.sim_seed_max.*fields[i]) {
             rep.in_seed_range.*fields[i] += 1;
@@ -626,8 +625,8 @@ Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
     }
   }
   for (size_t i = 0; i < fields.size(); ++i) {
-    rep.mape_count.*fields[i] = cnt[i];
-    rep.mape.*fields[i] = cnt[i] ? sum[i] / cnt[i] : std::numeric_limits<double>::quiet_NaN();
+    const double n = rep.mape_count.*fields[i];
+    rep.mape.*fields[i] = n > 0 ? sum[i] / n : std::numeric_limits<double>::quiet_NaN();
   }
   return rep;
 }
