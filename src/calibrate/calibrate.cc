@@ -164,7 +164,15 @@ Result<CalibrationResult> Calibrate(const std::vector<MeasurementRow>& all,
 
   Fitter fit(rows, opt, &res.evaluations);
   double obj = 0;
-  CostParams c = fit.Search(opt.start, free, opt.max_evaluations, &obj);
+  CostParams start = opt.start;
+  // A freed gqa_kv_mbu tied to kv_mbu (0) starts at kv_mbu's value; if the data do not
+  // identify it, it goes back to its sourced 0, tied.
+  for (const Free& f : free) {
+    if (f.field->field == &CostParams::gqa_kv_mbu && start.gqa_kv_mbu == 0) {
+      start.gqa_kv_mbu = start.kv_mbu;
+    }
+  }
+  CostParams c = fit.Search(start, free, opt.max_evaluations, &obj);
 
   // Identifiability: a parameter the objective hardly sees keeps its sourced value.
   for (const Free& f : free) {
@@ -187,7 +195,9 @@ Result<CalibrationResult> Calibrate(const std::vector<MeasurementRow>& all,
       res.warnings.push_back(fmt::format(
           "{}: not identified by these data (a +-25 % change moves the objective by {:.2f} "
           "points); kept at its sourced value {}",
-          p.name, worst * 100, p.sourced));
+          p.name, worst * 100,
+          p.name == "gqa_kv_mbu" && p.sourced == 0 ? "0 (tied to kv_mbu)"
+                                                   : fmt::format("{}", p.sourced)));
       c.*(f.field->field) = p.sourced;
     }
     res.params.push_back(p);
@@ -295,7 +305,9 @@ std::string CalibrationResultText(const CalibrationResult& r) {
   for (const auto& d : r.data) out += "  " + escape::Terminal(d) + "\n";
   out += "parameters:\n";
   for (const auto& p : r.params) {
-    out += fmt::format("  {:<28} {:<12.6g} (sourced {:.6g}){}\n", p.name, p.value, p.sourced,
+    const bool tied = p.name == "gqa_kv_mbu" && p.sourced == 0;
+    out += fmt::format("  {:<28} {:<12.6g} (sourced {}){}\n", p.name, p.value,
+                       tied ? "0: tied to kv_mbu" : fmt::format("{:.6g}", p.sourced),
                        p.identified ? "" : "  NOT IDENTIFIED: kept");
   }
   auto line = [&](const char* label, const StageMetrics& m, int n, const char* unit) {

@@ -118,6 +118,56 @@ TEST(Calibrate, RecoversAKnownFrontEnd) {
   EXPECT_NE(prof->fit_yaml.find("a.json: assumed workload:"), std::string::npos) << prof->fit_yaml;
 }
 
+// gqa_kv_mbu = 0 ties GQA's KV efficiency to kv_mbu. Freed on MHA runs it is not
+// identified and stays tied; freed on a GQA run it starts at kv_mbu's value and moves
+// to what the run says (here a 70B TP4 stage simulated with GQA reads at 0.75).
+TEST(Calibrate, GqaEfficiencyStaysTiedUntilGqaRunsIdentifyIt) {
+  BenchAssumptions a;
+  a.gpu = "h100-sxm";
+  auto row = ParseBenchServeJson(kBench, "a.json", a);  // Llama-2-7B: MHA
+  ASSERT_TRUE(row.ok()) << row.status().ToString();
+  std::vector<MeasurementRow> mha = {*row};
+  ValidateOptions vo;
+  vo.repeats = 1;
+  auto sim = RunValidation(mha, vo);
+  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+  mha[0].measured = sim->rows[0].simulated;
+  CalibrateOptions opt;
+  opt.free = {"gqa_kv_mbu"};
+  opt.max_evaluations = 4;
+  opt.leave_one_run_out = false;
+  auto tied = Calibrate(mha, opt);
+  ASSERT_TRUE(tied.ok()) << tied.status().ToString();
+  ASSERT_EQ(tied->params.size(), 1u);
+  EXPECT_FALSE(tied->params[0].identified);
+  EXPECT_EQ(tied->cost.gqa_kv_mbu, 0);
+  EXPECT_NE(CalibrationResultText(*tied).find("tied to kv_mbu"), std::string::npos)
+      << CalibrationResultText(*tied);
+  EXPECT_NE(CalibrationResultYaml(*tied).find("gqa_kv_mbu: 0  # 0: tied to kv_mbu"),
+            std::string::npos);
+
+  const std::string csv = std::string(TTFT_SHARED_DATA_DIR) + "/vllm-h100/calibration.csv";
+  auto table = ReadMeasurements(csv);
+  if (!table.ok()) GTEST_SKIP() << "calibration data not found at " << csv;
+  std::vector<MeasurementRow> gqa;
+  for (const auto& r : *table) {
+    if (r.rate_rps == 20) gqa.push_back(r);  // general, 20 req/s: 128-sequence bursts
+  }
+  ASSERT_EQ(gqa.size(), 1u);
+  CostParams truth = VllmH100Calibration();
+  truth.gqa_kv_mbu = 0.75;
+  vo.cost = truth;
+  sim = RunValidation(gqa, vo);
+  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+  gqa[0].measured = sim->rows[0].simulated;
+  opt.max_evaluations = 24;
+  auto fit = Calibrate(gqa, opt);
+  ASSERT_TRUE(fit.ok()) << fit.status().ToString();
+  EXPECT_TRUE(fit->params[0].identified);
+  EXPECT_NEAR(fit->cost.gqa_kv_mbu, 0.75, 0.04) << CalibrationResultText(*fit);
+  EXPECT_EQ(fit->cost.kv_mbu, VllmH100Calibration().kv_mbu);  // MHA's is untouched
+}
+
 // --seeds: each evaluation is the mean of `seeds` seeds, as `ttft validate --seeds` reports.
 // Measurements that are a 3-seed mean of the truth are fitted exactly by a 3-seed
 // evaluation at the truth, and not by a 1-seed one (one realisation of the arrivals).

@@ -80,8 +80,10 @@ Status EngineConfig::Validate() const {
   }
   const CostParams& c = cost;
   if (!(c.prefill_mfu > 0 && c.prefill_mfu <= 1) || !(c.decode_mbu > 0 && c.decode_mbu <= 1) ||
-      !(c.kv_mbu > 0 && c.kv_mbu <= 1)) {
-    return Status::Invalid("cost: prefill_mfu, decode_mbu and kv_mbu must be in (0, 1]");
+      !(c.kv_mbu > 0 && c.kv_mbu <= 1) || !(c.gqa_kv_mbu >= 0 && c.gqa_kv_mbu <= 1)) {
+    return Status::Invalid(
+        "cost: prefill_mfu, decode_mbu and kv_mbu must be in (0, 1], gqa_kv_mbu in [0, 1] "
+        "(0: tied to kv_mbu)");
   }
   if (!(c.step_overhead_s >= 0) || !(c.layer_overhead_s >= 0) || !(c.seq_overhead_s >= 0) ||
       !(c.allreduce_latency_s >= 0) || !(c.front_end_s >= 0) || !(c.slowdown > 0) ||

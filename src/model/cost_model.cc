@@ -22,8 +22,9 @@ CostModel::CostModel(HardwareConfig hw, CostParams params) : hw_(std::move(hw)),
   peak_rate_ = hw_.tp * hw_.PeakFlopsPerGpu();
   const double bw = hw_.gpu.hbm_tbs * 1e12;
   bw_rate_ = bw * params_.decode_mbu;
-  // KV bytes priced in weight-stream bytes: kv_mbu reads them at its own efficiency.
-  kv_weight_ratio_ = params_.decode_mbu / params_.kv_mbu;
+  // KV bytes priced in weight-stream bytes, read at the attention kind's efficiency.
+  const bool gqa = m.num_kv_heads > 0 && m.num_kv_heads < m.num_heads;
+  kv_weight_ratio_ = params_.decode_mbu / params_.KvMbu(gqa);
   const double n_allreduce = hw_.tp > 1 ? 2.0 * m.num_layers : 0.0;
   // Ring all-reduce: each GPU sends and receives 2 (tp - 1) / tp of the message; the
   // activations are 16-bit whatever the weights' dtype.

@@ -55,6 +55,36 @@ TEST(CostModel, DecodeIsWeightBandwidthBound) {
   EXPECT_GT(cm.DecodeStepTime(64, 1000), cm.DecodeStepTime(8, 1000));
 }
 
+// KV reads are priced at the attention kind's efficiency: gqa_kv_mbu for a GQA model
+// (Llama-2-70B: 8 KV heads for 64 query heads), kv_mbu for an MHA one (Llama-2-7B);
+// gqa_kv_mbu = 0 (the default) ties GQA to kv_mbu.
+TEST(CostModel, EachAttentionKindReadsKvAtItsOwnEfficiency) {
+  auto gqa = MakeHardwareConfig("llama-2-70b", "h100-sxm", Dtype::kBf16, 4);
+  auto mha = MakeHardwareConfig("llama-2-7b", "h100-sxm", Dtype::kBf16, 1);
+  ASSERT_TRUE(gqa.ok() && mha.ok());
+  CostParams base;
+  base.kv_mbu = 0.8;
+  base.gqa_kv_mbu = 0.8;
+  CostParams slow_gqa = base;
+  slow_gqa.gqa_kv_mbu = 0.4;
+  CostParams slow_mha = base;
+  slow_mha.kv_mbu = 0.4;
+  CostParams tied_slow = slow_mha;
+  tied_slow.gqa_kv_mbu = 0;
+  // Seconds of KV reads in a 64 x 2,000-token decode step: the step less its weight floor.
+  auto kv_s = [](const HardwareConfig& hw, const CostParams& p) {
+    CostModel cm(hw, p);
+    return cm.DecodeStepTime(64, 2000) - cm.DecodeStepTime(64, 0);
+  };
+  EXPECT_NEAR(kv_s(*gqa, slow_gqa), 2 * kv_s(*gqa, base), 1e-9);
+  EXPECT_NEAR(kv_s(*gqa, slow_mha), kv_s(*gqa, base), 1e-12);
+  EXPECT_NEAR(kv_s(*mha, slow_mha), 2 * kv_s(*mha, base), 1e-9);
+  EXPECT_NEAR(kv_s(*mha, slow_gqa), kv_s(*mha, base), 1e-12);
+  EXPECT_NEAR(kv_s(*gqa, tied_slow), 2 * kv_s(*gqa, base), 1e-9);
+  // Per GPU per token the MHA 7B reads 512 KiB, the GQA 70B at TP4 80 KiB.
+  EXPECT_GT(kv_s(*mha, base), 5 * kv_s(*gqa, base));
+}
+
 TEST(CostModel, TensorParallelSpeedsPrefill) {
   auto tp4 = MakeHardwareConfig("llama-3.3-70b", "h100-sxm", Dtype::kBf16, 4);
   auto tp8 = MakeHardwareConfig("llama-3.3-70b", "h100-sxm", Dtype::kBf16, 8);

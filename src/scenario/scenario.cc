@@ -100,6 +100,7 @@ const Keys kCostKeys = {"prefill_mfu",
                         "prefill_n_half_tokens",
                         "decode_mbu",
                         "kv_mbu",
+                        "gqa_kv_mbu",
                         "step_overhead_s",
                         "layer_overhead_s",
                         "prefill_layer_overhead_s",
@@ -905,6 +906,7 @@ Result<EngineConfig> Parser::BuildEngine(const EngineLayer& s, const YAML::Node&
   TTFT_RETURN_IF_ERROR(number("cost.prefill_n_half_tokens", cfg.cost.prefill_n_half_tokens));
   TTFT_RETURN_IF_ERROR(number("cost.decode_mbu", cfg.cost.decode_mbu));
   TTFT_RETURN_IF_ERROR(number("cost.kv_mbu", cfg.cost.kv_mbu));
+  TTFT_RETURN_IF_ERROR(number("cost.gqa_kv_mbu", cfg.cost.gqa_kv_mbu));
   TTFT_RETURN_IF_ERROR(number("cost.prefill_layer_overhead_s", cfg.cost.prefill_layer_overhead_s));
   TTFT_RETURN_IF_ERROR(
       number("cost.front_end_s_per_prompt_token", cfg.cost.front_end_s_per_prompt_token));
