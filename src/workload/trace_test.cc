@@ -232,9 +232,8 @@ TEST_F(TraceTest, MergesWithTenantsInArrivalOrder) {
 // The real traces in ../shared/data/traces, when present.
 TEST_F(TraceTest, SharedDataTraces) {
   const fs::path dir = fs::path(TTFT_SHARED_DATA_DIR) / "traces";
-  if (!fs::exists(dir / "mooncake_fast25_conversation_trace.jsonl")) {
-    GTEST_SKIP() << "shared traces not found at " << dir.string();
-  }
+  int read = 0;
+  std::string missing;
   struct Case {
     TraceSpec::Format format;
     const char* file;
@@ -245,6 +244,11 @@ TEST_F(TraceTest, SharedDataTraces) {
         Case{TraceSpec::Format::kMooncake, "mooncake_fast25_synthetic_trace.jsonl", 3993},
         Case{TraceSpec::Format::kAzure, "azure_llm_2023_code.csv", 8819},
         Case{TraceSpec::Format::kAzure, "azure_llm_2023_conv.csv", 19366}}) {
+    if (!fs::exists(dir / c.file)) {  // each trace that is present is read
+      missing += std::string(missing.empty() ? "" : ", ") + c.file;
+      continue;
+    }
+    ++read;
     auto rs = Drain(Spec(c.format, (dir / c.file).string()));
     ASSERT_TRUE(rs.ok()) << rs.status().ToString();
     EXPECT_EQ(rs->size(), c.rows) << c.file;
@@ -256,6 +260,10 @@ TEST_F(TraceTest, SharedDataTraces) {
       const auto& r = *rs;
       EXPECT_EQ(r[0].block_hashes[31], r[1].block_hashes[31]);
     }
+  }
+  if (!missing.empty()) {
+    GTEST_SKIP() << read << " of 4 shared traces read; not found in " << dir.string() << ": "
+                 << missing;
   }
 }
 
