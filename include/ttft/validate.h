@@ -27,9 +27,8 @@
 // out of the mean absolute percentage errors and reported on their own. Measured
 // statistics of an overloaded run cover only the requests that beat the client's
 // timeout (300 s in the calibration data), so they are censored; the simulated ones
-// are censored the same way (requests slower than the timeout count as failed), but
-// the simulated engine keeps serving them, while vLLM aborts a request whose client
-// has gone: the simulated queue grows faster.
+// are censored the same way: a request still open at its send time + the timeout is
+// aborted there (vLLM aborts a request whose client has gone) and counts as failed.
 //
 // Example:
 //

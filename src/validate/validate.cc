@@ -443,21 +443,42 @@ Result<std::vector<StageResult>> SimulateRun(const std::vector<MeasurementRow>& 
     double last_end = stage_start;
     size_t finished = 0;
     const int64_t seq0 = seq;
+    std::vector<char> over(n, 0);  // finished, or aborted at the client timeout
     FinishFn on_finish = [&](const FinishedRequest& f) {
       const auto k = static_cast<size_t>(f.request->seq - seq0);
       ++finished;
-      if (f.status != RequestStatus::kOk) return;
+      over[k] = 1;
+      last_end = std::max(last_end, f.last_token_s);  // the stage's end: failures included
+      if (f.status != RequestStatus::kOk) {
+        // Aborted at the client timeout: a first token it did get still counts for
+        // the overload check (the thirds' mean TTFT), not for the statistics.
+        if (f.output_tokens > 0) ttft[k] = f.first_token_s - f.request->arrival_s;
+        return;
+      }
       ttft[k] = f.first_token_s - f.request->arrival_s;
       e2e[k] = f.last_token_s - f.request->arrival_s;
       cached += f.cached_tokens;
       prompt_tokens += f.request->prompt_tokens;
-      last_end = std::max(last_end, f.last_token_s);
     };
-    size_t next = 0;  // next request to enqueue (after the front end)
+    size_t next = 0;          // next request to enqueue (after the front end)
+    size_t next_timeout = 0;  // requests before it are over
     while (finished < n) {
       const double enq_t =
           next < n ? sends[next] + opt.cost.FrontEndTime(prompts[next % prompts.size()].tokens)
                    : std::numeric_limits<double>::infinity();
+      while (next_timeout < next && over[next_timeout]) ++next_timeout;
+      const double timeout_t = next_timeout < next ? sends[next_timeout] + opt.client_timeout_s
+                                                   : std::numeric_limits<double>::infinity();
+      // The client gives up at its timeout and disconnects; vLLM aborts the request
+      // (a waiting one at once, a running one when the step in progress ends).
+      if (timeout_t < enq_t && (step_end < 0 || timeout_t < step_end)) {
+        now = timeout_t;
+        if (replica.step_planned()) step_end = replica.Interrupt(now);
+        replica.Abort(seq0 + static_cast<int64_t>(next_timeout), now, on_finish);
+        ++next_timeout;
+        if (!replica.step_planned()) step_end = replica.StartStep(now);
+        continue;
+      }
       if (step_end >= 0 && step_end <= enq_t) {
         now = step_end;
         replica.FinishStep(now, on_finish);
