@@ -20,6 +20,19 @@ constexpr char kBench[] = R"({
   "mean_itl_ms": 7.1, "median_itl_ms": 7.0, "p99_itl_ms": 9.0
 })";
 
+// Replaces each row's measurement by its simulation under `truth` (the mean of
+// `repeats` seeds): measurements whose true parameters are known.
+Status MeasureBySimulation(std::vector<MeasurementRow>& rows, const CostParams& truth,
+                           int repeats) {
+  ValidateOptions vo;
+  vo.cost = truth;
+  vo.repeats = repeats;
+  auto sim = RunValidation(rows, vo);
+  if (!sim.ok()) return sim.status();
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].measured = sim->rows[i].simulated;
+  return Status::Ok();
+}
+
 TEST(BenchServeJson, FieldsAndAssumptionsNamed) {
   BenchAssumptions a;
   a.gpu = "h100-sxm";
@@ -89,12 +102,8 @@ TEST(Calibrate, RecoversAKnownFrontEnd) {
   std::vector<MeasurementRow> rows = {r1, r2};
   CostParams truth = VllmH100Calibration();
   truth.front_end_s = 0.015;
-  ValidateOptions vo;
-  vo.cost = truth;
-  vo.repeats = 1;
-  auto sim = RunValidation(rows, vo);
-  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
-  for (size_t i = 0; i < rows.size(); ++i) rows[i].measured = sim->rows[i].simulated;
+  const Status measured = MeasureBySimulation(rows, truth, 1);
+  ASSERT_TRUE(measured.ok()) << measured.ToString();
   CalibrateOptions opt;
   opt.free = {"front_end_s", "allreduce_latency_s"};  // TP1: no all-reduce to see
   opt.max_evaluations = 40;
@@ -127,11 +136,8 @@ TEST(Calibrate, GqaEfficiencyStaysTiedUntilGqaRunsIdentifyIt) {
   auto row = ParseBenchServeJson(kBench, "a.json", a);  // Llama-2-7B: MHA
   ASSERT_TRUE(row.ok()) << row.status().ToString();
   std::vector<MeasurementRow> mha = {*row};
-  ValidateOptions vo;
-  vo.repeats = 1;
-  auto sim = RunValidation(mha, vo);
-  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
-  mha[0].measured = sim->rows[0].simulated;
+  Status measured = MeasureBySimulation(mha, VllmH100Calibration(), 1);
+  ASSERT_TRUE(measured.ok()) << measured.ToString();
   CalibrateOptions opt;
   opt.free = {"gqa_kv_mbu"};
   opt.max_evaluations = 4;
@@ -156,10 +162,8 @@ TEST(Calibrate, GqaEfficiencyStaysTiedUntilGqaRunsIdentifyIt) {
   ASSERT_EQ(gqa.size(), 1u);
   CostParams truth = VllmH100Calibration();
   truth.gqa_kv_mbu = 0.75;
-  vo.cost = truth;
-  sim = RunValidation(gqa, vo);
-  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
-  gqa[0].measured = sim->rows[0].simulated;
+  measured = MeasureBySimulation(gqa, truth, 1);
+  ASSERT_TRUE(measured.ok()) << measured.ToString();
   opt.max_evaluations = 24;
   auto fit = Calibrate(gqa, opt);
   ASSERT_TRUE(fit.ok()) << fit.status().ToString();
@@ -177,13 +181,8 @@ TEST(Calibrate, SeedsAverageEachEvaluation) {
   auto row = ParseBenchServeJson(kBench, "a.json", a);
   ASSERT_TRUE(row.ok()) << row.status().ToString();
   std::vector<MeasurementRow> rows = {*row};
-  const CostParams truth = VllmH100Calibration();
-  ValidateOptions vo;
-  vo.cost = truth;
-  vo.repeats = 3;
-  auto sim = RunValidation(rows, vo);
-  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
-  rows[0].measured = sim->rows[0].simulated;
+  const Status measured = MeasureBySimulation(rows, VllmH100Calibration(), 3);
+  ASSERT_TRUE(measured.ok()) << measured.ToString();
   CalibrateOptions opt;
   opt.free = {"front_end_s"};
   opt.max_evaluations = 4;
