@@ -196,7 +196,8 @@ struct ValidationReport {
 // Simulates every run of `rows` (rows sharing `experiment` are one run's stages, run
 // in stage order on one replica) and compares. Rows with a skip_reason, and the rows
 // of a run that cannot be simulated (unknown model, an engine configuration vLLM
-// would reject), go to `skipped` with the reason; the other runs go on.
+// would reject), go to `skipped` with the reason; the other runs go on. The (run,
+// seed) simulations run on all cores; the report does not depend on how many.
 Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
                                        const ValidateOptions& options);
 

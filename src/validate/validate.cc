@@ -9,11 +9,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
+#include <thread>
 
 #include "ttft/csv.h"
 #include "ttft/engine.h"
@@ -575,11 +578,35 @@ Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
     runs[r.experiment].push_back(r);
   }
   rep.repeats = std::max(1, opt.repeats);
+  const int repeats = rep.repeats;
+  // Every (run, seed) simulation is independent: they run on all cores, each into its
+  // own slot, and are summed in run and seed order, so the report does not depend on
+  // the thread count.
+  std::vector<std::optional<Result<std::vector<StageResult>>>> sims(order.size() *
+                                                                    static_cast<size_t>(repeats));
+  {
+    std::atomic<size_t> next_job{0};
+    auto worker = [&] {
+      for (size_t j = next_job++; j < sims.size(); j = next_job++) {
+        ValidateOptions o = opt;
+        o.seed = opt.seed + static_cast<uint64_t>(j % static_cast<size_t>(repeats));
+        sims[j].emplace(SimulateRun(runs.at(order[j / static_cast<size_t>(repeats)]), o));
+      }
+    };
+    const size_t threads =
+        std::min<size_t>(sims.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::jthread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+  }
   const auto fields = MetricFields();
   std::vector<double> sum(fields.size(), 0);
-  for (const auto& name : order) {
-    const auto& stages = runs[name];
-    auto first_run = SimulateRun(stages, opt);
+  for (size_t run_i = 0; run_i < order.size(); ++run_i) {
+    const auto& stages = runs[order[run_i]];
+    auto sim = [&](int rep_i) -> Result<std::vector<StageResult>>& {
+      return *sims[run_i * static_cast<size_t>(repeats) + static_cast<size_t>(rep_i)];
+    };
+    auto& first_run = sim(0);
     if (!first_run.ok()) {
       // A configuration the simulator (or vLLM) rejects: the run's rows are skipped.
       for (const auto& s : stages) {
@@ -589,11 +616,8 @@ Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
     }
     std::vector<StageResult> res = std::move(*first_run);
     for (StageResult& r : res) r.sim_seed_min = r.sim_seed_max = r.simulated;
-    const int repeats = std::max(1, opt.repeats);
     for (int rep_i = 1; rep_i < repeats; ++rep_i) {
-      ValidateOptions o = opt;
-      o.seed = opt.seed + static_cast<uint64_t>(rep_i);
-      TTFT_ASSIGN_OR_RETURN(std::vector<StageResult> more, SimulateRun(stages, o));
+      TTFT_ASSIGN_OR_RETURN(std::vector<StageResult> more, std::move(sim(rep_i)));
       for (size_t k = 0; k < res.size(); ++k) {
         for (auto f : fields) {
           res[k].simulated.*f += more[k].simulated.*f;
