@@ -445,4 +445,38 @@ TEST(Cost, PrintsTheSeedNumbers) {
   EXPECT_THAT(bad.err, ::testing::HasSubstr("tp"));
 }
 
+// --calibration prices with a profile's parameters; --batch/--context add a decode
+// step of that shape.
+TEST(Cost, TakesACalibrationProfileAndADecodeShape) {
+  const fs::path d = TempDir("cost_cal");
+  std::ofstream(d / "slow.yaml") << "ttft_calibration_profile: 1\ncost:\n  decode_mbu: 0.35\n";
+  RunResult base = RunTtft("cost --format json --batch 128 --context 1800");
+  RunResult slow = RunTtft("cost --format json --batch 128 --context 1800 --calibration " +
+                           (d / "slow.yaml").string());
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  ASSERT_EQ(slow.exit_code, 0) << slow.err;
+  auto b = nlohmann::json::parse(base.out), s = nlohmann::json::parse(slow.out);
+  EXPECT_TRUE(b["calibration"].is_null());
+  EXPECT_EQ(s["calibration"], (d / "slow.yaml").string());
+  EXPECT_EQ(s["decode_step"]["batch"], 128);
+  EXPECT_EQ(s["decode_step"]["context_tokens"], 1800);
+  // Half the weight-stream efficiency: the batch-1 step (weights) takes about twice as long.
+  EXPECT_GT(s["decode_step_batch1_ctx1000_s"].get<double>(),
+            1.8 * b["decode_step_batch1_ctx1000_s"].get<double>());
+  EXPECT_GT(s["decode_step"]["step_s"].get<double>(), b["decode_step"]["step_s"].get<double>());
+  // The profile's prefill_mfu (here the default) is used; the prefill numbers are unchanged.
+  EXPECT_EQ(s["prefill_6000_uncached_s"], b["prefill_6000_uncached_s"]);
+  std::ofstream(d / "bad.yaml") << "ttft_calibration_profile: 1\ncost:\n  decode_mbu: 3\n";
+  RunResult bad = RunTtft("cost --calibration " + (d / "bad.yaml").string());
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;  // as validate's: kInvalidArgument
+  EXPECT_THAT(bad.err, ::testing::HasSubstr("bad.yaml:3: cost.decode_mbu"));
+  fs::remove_all(d);
+  // --list names every preset scenarios may use (docs/scenarios.md points here).
+  RunResult list = RunTtft("cost --list --format json");
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  auto l = nlohmann::json::parse(list.out);
+  EXPECT_NE(std::find(l["models"].begin(), l["models"].end(), "llama-2-7b"), l["models"].end());
+  EXPECT_NE(std::find(l["gpus"].begin(), l["gpus"].end(), "h100-sxm"), l["gpus"].end());
+}
+
 }  // namespace
