@@ -319,6 +319,25 @@ TEST_F(DiagnoseErrors, TooFewRequestsGiveInsufficientDataWithTheCounts) {
   EXPECT_NE(nlohmann::json::parse(low.out)["verdict"], "insufficient_data");
 }
 
+// --calibration prices the magnitude check with the profile's parameters and names it
+// beside the cost model (half the prefill MFU: more compute per request).
+TEST_F(DiagnoseErrors, CalibrationProfilePricesTheMagnitudeCheckAndIsNamed) {
+  const fs::path prof = *dir_ / "half_mfu.yaml";
+  std::ofstream(prof) << "ttft_calibration_profile: 1\ncost:\n  prefill_mfu: 0.31\n";
+  const std::string cmd =
+      "diagnose " + Spans() + " --change-at 1800 --no-attribution --format json";
+  RunResult base = RunTtft(cmd);
+  RunResult cal = RunTtft(cmd + " --calibration " + prof.string());
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  ASSERT_EQ(cal.exit_code, 0) << cal.err;
+  const auto b = nlohmann::json::parse(base.out)["explanation"];
+  const auto c = nlohmann::json::parse(cal.out)["explanation"];
+  EXPECT_EQ(b["cost_model"], "llama-3.3-70b fp8 tp2 h100-sxm");
+  EXPECT_EQ(c["cost_model"], "llama-3.3-70b fp8 tp2 h100-sxm, calibration " + prof.string());
+  EXPECT_GT(c["prefill_compute_before_s"].get<double>(),
+            1.3 * b["prefill_compute_before_s"].get<double>());
+}
+
 // Malformed lines are skipped, counted and reported with file:line on standard
 // error; the diagnosis still runs on the rest.
 TEST_F(DiagnoseErrors, SkippedRecordsAreSummarisedNotLost) {

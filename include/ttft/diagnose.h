@@ -72,6 +72,9 @@ struct DiagnoseOptions {
   // The cost model's parameters for the magnitude check (a calibration profile's,
   // ttft/calibration.h; default: the calibrated defaults).
   CostParams cost;
+  // Where `cost` came from (a calibration profile's path), named with the cost model
+  // in the explanation; empty: the fleet's defaults, not named.
+  std::string cost_source;
   // Fewer ok requests than this in either window: verdict insufficient_data.
   int64_t min_ok_requests = 100;
   // Verdict: the lower bound of the 95% bootstrap CI of the p99 TTFT ratio must

@@ -73,6 +73,7 @@ Runner RegisterDiagnose(CLI::App& app) {
     if (!o->calibration.empty()) {
       TTFT_ASSIGN_OR_RETURN(CalibrationProfile prof, ReadCalibrationProfile(o->calibration));
       options.cost = prof.cost;
+      options.cost_source = o->calibration;
       options.attribution.cost = prof.cost;  // the replay's engines too
       options.attribution.async_scheduling = prof.async_scheduling;
     }

@@ -239,6 +239,7 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
   const CostModel cm(*hw, o.cost);
   m.cost_model = fmt::format("{} {} tp{} {}", hw->model.name, ToString(hw->weight_dtype), hw->tp,
                              hw->gpu.name);
+  if (!o.cost_source.empty()) m.cost_model += ", calibration " + o.cost_source;
   const std::string priced = m.cost_model;  // the sentence names the unknown model itself
   if (!unknown_model.empty()) {
     m.cost_model += fmt::format(", standing in for the unknown model \"{}\"", unknown_model);
