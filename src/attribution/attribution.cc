@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -19,6 +18,7 @@
 #include "attribution/replay.h"
 #include "ttft/format.h"
 #include "ttft/model.h"
+#include "ttft/parallel.h"
 
 namespace ttft {
 
@@ -859,20 +859,13 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
     std::vector<std::pair<const std::pair<uint32_t, uint64_t>, double>*> todo;
     todo.reserve(replayed.size());
     for (auto& kv : replayed) todo.push_back(&kv);
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i = next++; i < todo.size(); i = next++)
-        todo[i]->second = replay_p99(todo[i]->first.first, todo[i]->first.second);
-    };
-    {
-      const unsigned wanted = opt.threads > 0
-                                  ? static_cast<unsigned>(opt.threads)
-                                  : std::min(std::max(1u, std::thread::hardware_concurrency()), 2u);
-      const unsigned threads = std::max(1u, std::min(wanted, static_cast<unsigned>(todo.size())));
-      std::vector<std::jthread> pool;
-      for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-      work();
-    }
+    const int threads =
+        opt.threads > 0
+            ? opt.threads
+            : static_cast<int>(std::min(std::max(1u, std::thread::hardware_concurrency()), 2u));
+    ParallelFor(todo.size(), threads, [&](size_t i) {
+      todo[i]->second = replay_p99(todo[i]->first.first, todo[i]->first.second);
+    });
     out.replays += static_cast<int64_t>(todo.size());
     collecting = false;
   };

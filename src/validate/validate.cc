@@ -9,19 +9,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "ttft/csv.h"
 #include "ttft/engine.h"
 #include "ttft/format.h"
 #include "ttft/input.h"
+#include "ttft/parallel.h"
 #include "ttft/stats.h"
 #include "ttft/validate.h"
 
@@ -584,21 +583,11 @@ Result<ValidationReport> RunValidation(const std::vector<MeasurementRow>& rows,
   // the thread count.
   std::vector<std::optional<Result<std::vector<StageResult>>>> sims(order.size() *
                                                                     static_cast<size_t>(repeats));
-  {
-    std::atomic<size_t> next_job{0};
-    auto worker = [&] {
-      for (size_t j = next_job++; j < sims.size(); j = next_job++) {
-        ValidateOptions o = opt;
-        o.seed = opt.seed + static_cast<uint64_t>(j % static_cast<size_t>(repeats));
-        sims[j].emplace(SimulateRun(runs.at(order[j / static_cast<size_t>(repeats)]), o));
-      }
-    };
-    const size_t threads =
-        std::min<size_t>(sims.size(), std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::jthread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-  }
+  ParallelFor(sims.size(), 0, [&](size_t j) {
+    ValidateOptions o = opt;
+    o.seed = opt.seed + static_cast<uint64_t>(j % static_cast<size_t>(repeats));
+    sims[j].emplace(SimulateRun(runs.at(order[j / static_cast<size_t>(repeats)]), o));
+  });
   const auto fields = MetricFields();
   std::vector<double> sum(fields.size(), 0);
   for (size_t run_i = 0; run_i < order.size(); ++run_i) {

@@ -5,13 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <thread>
 
+#include "ttft/parallel.h"
 #include "ttft/pipeline.h"
 #include "ttft/spans.h"
 #include "ttft/window_stats.h"
@@ -320,21 +318,11 @@ Result<WhatIfReport> PredictTemplateChange(const TemplateLintReport& old_lint,
     rep.seeds.push_back(scenario.workload.seed + static_cast<uint64_t>(i));
   const std::set<std::string> tenant_set(rep.tenants.begin(), rep.tenants.end());
   std::vector<Result<RunFigures>> results(2 * static_cast<size_t>(n), Status::Internal("not run"));
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t j = next++; j < results.size(); j = next++) {
-      Scenario sc = (j % 2 == 0 ? old_arm : new_arm).scenario;
-      sc.workload.seed = rep.seeds[j / 2];
-      results[j] = RunOne(sc, tenant_set);
-    }
-  };
-  int threads =
-      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  threads = std::clamp(threads, 1, static_cast<int>(results.size()));
-  std::vector<std::thread> pool;
-  for (int i = 1; i < threads; ++i) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
+  ParallelFor(results.size(), options.threads, [&](size_t j) {
+    Scenario sc = (j % 2 == 0 ? old_arm : new_arm).scenario;
+    sc.workload.seed = rep.seeds[j / 2];
+    results[j] = RunOne(sc, tenant_set);
+  });
 
   std::vector<RunFigures> figs[2];
   for (size_t j = 0; j < results.size(); ++j) {
