@@ -40,7 +40,8 @@ namespace ttft {
 struct CostParamField {
   const char* name;
   double CostParams::*field;
-  double min, max;  // inclusive
+  double min, max;                   // inclusive
+  const char* zero_means = nullptr;  // what a 0 stands for, when not a value
 };
 // Every fittable field (slowdown excluded: it is an incident, not a calibration).
 const std::vector<CostParamField>& CostParamFields();

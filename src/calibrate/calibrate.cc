@@ -165,12 +165,10 @@ Result<CalibrationResult> Calibrate(const std::vector<MeasurementRow>& all,
   Fitter fit(rows, opt, &res.evaluations);
   double obj = 0;
   CostParams start = opt.start;
-  // A freed gqa_kv_mbu tied to kv_mbu (0) starts at kv_mbu's value; if the data do not
-  // identify it, it goes back to its sourced 0, tied.
+  // A freed gqa_kv_mbu tied to kv_mbu (0) starts at the value it stands for; if the
+  // data do not identify it, it goes back to its sourced 0, tied.
   for (const Free& f : free) {
-    if (f.field->field == &CostParams::gqa_kv_mbu && start.gqa_kv_mbu == 0) {
-      start.gqa_kv_mbu = start.kv_mbu;
-    }
+    if (f.field->field == &CostParams::gqa_kv_mbu) start.gqa_kv_mbu = start.KvMbu(true);
   }
   CostParams c = fit.Search(start, free, opt.max_evaluations, &obj);
 
@@ -196,8 +194,8 @@ Result<CalibrationResult> Calibrate(const std::vector<MeasurementRow>& all,
           "{}: not identified by these data (a +-25 % change moves the objective by {:.2f} "
           "points); kept at its sourced value {}",
           p.name, worst * 100,
-          p.name == "gqa_kv_mbu" && p.sourced == 0 ? "0 (tied to kv_mbu)"
-                                                   : fmt::format("{}", p.sourced)));
+          f.field->zero_means && p.sourced == 0 ? fmt::format("0 ({})", f.field->zero_means)
+                                                : fmt::format("{}", p.sourced)));
       c.*(f.field->field) = p.sourced;
     }
     res.params.push_back(p);
@@ -305,9 +303,11 @@ std::string CalibrationResultText(const CalibrationResult& r) {
   for (const auto& d : r.data) out += "  " + escape::Terminal(d) + "\n";
   out += "parameters:\n";
   for (const auto& p : r.params) {
-    const bool tied = p.name == "gqa_kv_mbu" && p.sourced == 0;
+    const CostParamField* field = FindCostParamField(p.name);
+    const char* zero_means = field ? field->zero_means : nullptr;
     out += fmt::format("  {:<28} {:<12.6g} (sourced {}){}\n", p.name, p.value,
-                       tied ? "0: tied to kv_mbu" : fmt::format("{:.6g}", p.sourced),
+                       zero_means && p.sourced == 0 ? fmt::format("0: {}", zero_means)
+                                                    : fmt::format("{:.6g}", p.sourced),
                        p.identified ? "" : "  NOT IDENTIFIED: kept");
   }
   auto line = [&](const char* label, const StageMetrics& m, int n, const char* unit) {

@@ -66,7 +66,6 @@ Runner RegisterCost(CLI::App& app) {
       params = prof.cost;
     }
     if (mfu->count() > 0 || o->calibration.empty()) params.prefill_mfu = o->mfu;
-    const int64_t context = o->context_tokens;
     EngineConfig ec;
     ec.hardware = hw;
     ec.cost = params;
@@ -97,8 +96,8 @@ Runner RegisterCost(CLI::App& app) {
       };
       if (o->batch > 0) {
         j["decode_step"] = {{"batch", o->batch},
-                            {"context_tokens", context},
-                            {"step_s", cm.DecodeStepTime(o->batch, context)}};
+                            {"context_tokens", o->context_tokens},
+                            {"step_s", cm.DecodeStepTime(o->batch, o->context_tokens)}};
       }
       std::cout << j.dump(2) << "\n";
       return Status::Ok();
@@ -123,7 +122,8 @@ Runner RegisterCost(CLI::App& app) {
         cached, cold, cm.DecodeStepTime(1, 1000) * 1e3, cm.DecodeStepTime(32, 2000) * 1e3);
     if (o->batch > 0) {
       std::cout << fmt::format("decode step, {} sequences at {} tokens of context: {:.1f} ms\n",
-                               o->batch, context, cm.DecodeStepTime(o->batch, context) * 1e3);
+                               o->batch, o->context_tokens,
+                               cm.DecodeStepTime(o->batch, o->context_tokens) * 1e3);
     }
     std::cout << (o->calibration.empty()
                       ? std::string("cost parameters: the fleet's defaults (docs/cost-model.md)\n")

@@ -16,7 +16,7 @@ const std::vector<CostParamField>& CostParamFields() {
       {"prefill_n_half_tokens", &CostParams::prefill_n_half_tokens, 0.0, 1e6},
       {"decode_mbu", &CostParams::decode_mbu, 1e-3, 1.0},
       {"kv_mbu", &CostParams::kv_mbu, 1e-3, 1.0},
-      {"gqa_kv_mbu", &CostParams::gqa_kv_mbu, 0.0, 1.0},  // 0: tied to kv_mbu
+      {"gqa_kv_mbu", &CostParams::gqa_kv_mbu, 0.0, 1.0, "tied to kv_mbu"},
       {"step_overhead_s", &CostParams::step_overhead_s, 0.0, 1.0},
       {"layer_overhead_s", &CostParams::layer_overhead_s, 0.0, 0.1},
       {"prefill_layer_overhead_s", &CostParams::prefill_layer_overhead_s, 0.0, 0.1},
@@ -155,9 +155,9 @@ std::string CalibrationProfileYaml(const CostParams& cost, std::optional<bool> a
       "# read by simulate/validate/lint --calibration and the scenario key calibration:.\n"
       "ttft_calibration_profile: 1\ncost:\n";
   for (const auto& f : CostParamFields()) {
-    out += fmt::format(
-        "  {}: {}{}\n", f.name, cost.*(f.field),
-        f.field == &CostParams::gqa_kv_mbu && cost.gqa_kv_mbu == 0 ? "  # 0: tied to kv_mbu" : "");
+    const double v = cost.*(f.field);
+    out += fmt::format("  {}: {}{}\n", f.name, v,
+                       f.zero_means && v == 0 ? fmt::format("  # 0: {}", f.zero_means) : "");
   }
   if (async_scheduling.has_value()) {
     out += fmt::format("engine:\n  async_scheduling: {}\n", *async_scheduling ? "true" : "false");

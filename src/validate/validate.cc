@@ -451,13 +451,10 @@ Result<std::vector<StageResult>> SimulateRun(const std::vector<MeasurementRow>& 
       ++finished;
       over[k] = 1;
       last_end = std::max(last_end, f.last_token_s);  // the stage's end: failures included
-      if (f.status != RequestStatus::kOk) {
-        // Aborted at the client timeout: a first token it did get still counts for
-        // the overload check (the thirds' mean TTFT), not for the statistics.
-        if (f.output_tokens > 0) ttft[k] = f.first_token_s - f.request->arrival_s;
-        return;
-      }
-      ttft[k] = f.first_token_s - f.request->arrival_s;
+      // A request aborted at the client timeout: a first token it did get still counts
+      // for the overload check (the thirds' mean TTFT), not for the statistics.
+      if (f.output_tokens > 0) ttft[k] = f.first_token_s - f.request->arrival_s;
+      if (f.status != RequestStatus::kOk) return;
       e2e[k] = f.last_token_s - f.request->arrival_s;
       cached += f.cached_tokens;
       prompt_tokens += f.request->prompt_tokens;
