@@ -11,6 +11,8 @@
 
 #include "ttft/format.h"
 
+#include <nlopt.h>
+
 namespace ttft {
 namespace {
 
@@ -57,6 +59,17 @@ double ZeroStep(const std::string& name) {
   return 0.05;
 }
 
+class Fitter;
+struct SearchState {
+  Fitter* fitter;
+  CostParams base;  // the start; the free parameters are overwritten
+  const std::vector<Free>* free;
+  std::vector<double> scale;  // x[i] * scale[i] is parameter i's value
+  CostParams best;
+  double best_obj = std::numeric_limits<double>::infinity();
+};
+double SearchObjective(unsigned n, const double* x, double* grad, void* data);
+
 class Fitter {
  public:
   Fitter(const std::vector<MeasurementRow>& rows, const CalibrateOptions& o, int* evals)
@@ -75,36 +88,47 @@ class Fitter {
     return Objective(*rep);
   }
 
-  // Coordinate search from `start` over `free`; at most `budget` evaluations.
-  CostParams Search(CostParams best, const std::vector<Free>& free, int budget, double* obj) {
-    double best_obj = Eval(best);
-    int used = 1;
-    double step = 0.2;  // relative
-    while (step >= 0.2 / 64 && used < budget) {
-      bool improved = false;
-      for (const Free& f : free) {
-        for (double dir : {+1.0, -1.0}) {
-          if (used >= budget) break;
-          CostParams c = best;
-          double& v = c.*(f.field->field);
-          const double base = v;
-          v = base > 0 ? base * (1 + dir * step) : std::max(0.0, dir * f.zero_step * step / 0.2);
-          v = std::clamp(v, f.field->min, f.field->max);
-          if (v == base) continue;
-          const double o = Eval(c);
-          ++used;
-          if (o < best_obj - 1e-6) {
-            best_obj = o;
-            best = c;
-            improved = true;
-            break;  // keep going in this direction next pass
-          }
-        }
-      }
-      if (!improved) step /= 2;
+  // Minimises the objective from `start` over `free` with at most `budget` evaluations
+  // (NLopt's Subplex; see the comment at SearchObjective).
+  CostParams Search(const CostParams& start, const std::vector<Free>& free, int budget,
+                    double* obj) {
+    SearchState st{this, start, &free, {}, start};
+    const unsigned n = static_cast<unsigned>(free.size());
+    std::vector<double> x(n), lb(n), ub(n), dx(n);
+    for (unsigned i = 0; i < n; ++i) {
+      const double v = start.*(free[i].field->field);
+      st.scale.push_back(v > 0 ? v : free[i].zero_step);
+      x[i] = v / st.scale[i];
+      lb[i] = free[i].field->min / st.scale[i];
+      ub[i] = free[i].field->max / st.scale[i];
+      dx[i] = v > 0 ? 0.2 : 1.0;  // 20 % of a value; one zero step from 0
     }
-    *obj = best_obj;
-    return best;
+    if (n == 0 || budget <= 1) {
+      *obj = Eval(start);
+      return start;
+    }
+    nlopt_opt o = nlopt_create(NLOPT_LN_SBPLX, n);
+    if (o == nullptr) {  // out of memory: no search, the start stands
+      *obj = Eval(start);
+      return start;
+    }
+    nlopt_set_min_objective(o, &SearchObjective, &st);
+    nlopt_set_lower_bounds(o, lb.data());
+    nlopt_set_upper_bounds(o, ub.data());
+    nlopt_set_initial_step(o, dx.data());
+    nlopt_set_maxeval(o, budget);
+    nlopt_set_xtol_abs1(o, 0.003);  // 0.3 % of each parameter's scale
+    double f = 0;
+    // Whatever the stop reason (budget, tolerance, a failure), the best point evaluated
+    // is SearchObjective's; a search that evaluated nothing leaves the start.
+    nlopt_optimize(o, x.data(), &f);
+    nlopt_destroy(o);
+    if (!std::isfinite(st.best_obj)) {
+      *obj = Eval(start);
+      return start;
+    }
+    *obj = st.best_obj;
+    return st.best;
   }
 
  private:
@@ -112,6 +136,23 @@ class Fitter {
   const CalibrateOptions& opt_;
   int* evals_;
 };
+
+// Subplex (Rowan 1990, "Functional stability analysis of numerical algorithms"):
+// Nelder-Mead on a sequence of low-dimensional subspaces, robust to the small jumps a
+// discrete-event simulation puts in the objective, and unlike a coordinate search it
+// follows a valley that runs across the axes (two parameters the data trade against
+// each other). Parameters are scaled by their start so one tolerance suits all.
+double SearchObjective(unsigned n, const double* x, double* /*grad*/, void* data) {
+  auto* st = static_cast<SearchState*>(data);
+  CostParams c = st->base;
+  for (unsigned i = 0; i < n; ++i) c.*((*st->free)[i].field->field) = x[i] * st->scale[i];
+  const double o = st->fitter->Eval(c);
+  if (o < st->best_obj) {
+    st->best_obj = o;
+    st->best = c;
+  }
+  return o;
+}
 
 std::string Pct(double v) { return std::isfinite(v) ? fmt::format("{:.1f}%", v * 100) : "n/a"; }
 
@@ -172,33 +213,105 @@ Result<CalibrationResult> Calibrate(const std::vector<MeasurementRow>& all,
   }
   CostParams c = fit.Search(start, free, opt.max_evaluations, &obj);
 
-  // Identifiability: a parameter the objective hardly sees keeps its sourced value.
-  for (const Free& f : free) {
-    FittedParam p;
-    p.name = f.field->name;
-    p.sourced = opt.start.*(f.field->field);
+  // Identifiability by profile (Raue et al. 2009, "Structural and practical
+  // identifiability analysis of partially observed dynamical models by exploiting the
+  // profile likelihood", Bioinformatics 25:1923): each parameter is held 25 % off its
+  // fitted value while the others are refitted (a short warm-started search). If the
+  // others make up for the move to within kFlatObjective, the data see a combination,
+  // not the parameter. A one-at-a-time probe misses such a trade: two terms that both
+  // price a long-context step each move the objective alone, and not together.
+  // The least identified is kept at its sourced value first, the rest refitted and
+  // profiled again: keeping one takes a compensator from the others, so a parameter
+  // that traded only against it may now be seen (and one that was seen stays seen).
+  // At least 12 (a 1-D Subplex needs about that to make up for a 25 % move), never more
+  // than the whole budget asked for.
+  const int profile_budget = std::min(opt.max_evaluations, std::max(12, opt.max_evaluations / 10));
+  std::vector<size_t> active(free.size());  // not kept: fitted
+  for (size_t i = 0; i < free.size(); ++i) active[i] = i;
+  std::vector<const CostParamField*> partner(free.size(), nullptr);
+  // The refitted point of the probe nearer the sourced value: where the others went to
+  // make up for the move, the start of the refit if the parameter is kept.
+  std::vector<CostParams> compensated(free.size(), c);
+  auto profile = [&](size_t i) {
+    std::vector<Free> others;
+    for (size_t j : active) {
+      if (j != i) others.push_back(free[j]);
+    }
+    const Free& f = free[i];
     const double v = c.*(f.field->field);
-    double worst = 0;
+    double worst = 0, moved_most = 0, nearest = std::numeric_limits<double>::infinity();
+    partner[i] = nullptr;
     for (double dir : {+1.0, -1.0}) {
       CostParams q = c;
       double& x = q.*(f.field->field);
       x = v > 0 ? v * (1 + dir * kProbe) : std::max(0.0, dir * f.zero_step);
       x = std::clamp(x, f.field->min, f.field->max);
       if (x == v) continue;
-      worst = std::max(worst, fit.Eval(q) - obj);
+      double o = 0;
+      const CostParams r =
+          others.empty() ? (o = fit.Eval(q), q) : fit.Search(q, others, profile_budget, &o);
+      worst = std::max(worst, o - obj);
+      if (std::abs(x - res.params[i].sourced) < nearest) {
+        nearest = std::abs(x - res.params[i].sourced);
+        compensated[i] = r;
+      }
+      for (const Free& g : others) {
+        const double before = c.*(g.field->field);
+        const double move =
+            std::abs(r.*(g.field->field) - before) / (before > 0 ? before : g.zero_step);
+        if (move > moved_most && move > 0.05) moved_most = move, partner[i] = g.field;
+      }
     }
-    p.sensitivity = worst;
-    p.identified = worst >= kFlatObjective;
-    if (!p.identified) {
-      res.warnings.push_back(fmt::format(
-          "{}: not identified by these data (a +-25 % change moves the objective by {:.2f} "
-          "points); kept at its sourced value {}",
-          p.name, worst * 100,
-          f.field->zero_means && p.sourced == 0 ? fmt::format("0 ({})", f.field->zero_means)
-                                                : fmt::format("{}", p.sourced)));
-      c.*(f.field->field) = p.sourced;
-    }
+    res.params[i].sensitivity = worst;
+    res.params[i].identified = worst >= kFlatObjective;
+  };
+  for (size_t i = 0; i < free.size(); ++i) {
+    FittedParam p;
+    p.name = free[i].field->name;
+    p.sourced = opt.start.*(free[i].field->field);
     res.params.push_back(p);
+    profile(i);
+  }
+  for (;;) {
+    size_t u = free.size();
+    for (size_t i : active) {
+      if (!res.params[i].identified &&
+          (u == free.size() || res.params[i].sensitivity < res.params[u].sensitivity))
+        u = i;
+    }
+    if (u == free.size()) break;
+    FittedParam& p = res.params[u];
+    const CostParamField* f = free[u].field;
+    if (partner[u]) p.traded_with = partner[u]->name;
+    const std::string sourced = f->zero_means && p.sourced == 0
+                                    ? fmt::format("0 ({})", f->zero_means)
+                                    : fmt::format("{}", p.sourced);
+    res.warnings.push_back(
+        partner[u] ? fmt::format("{}: not identified by these data (held 25 % off, the objective "
+                                 "moves by {:.2f} points with the others refitted: {} makes up for "
+                                 "it); kept at its sourced value {}",
+                                 p.name, p.sensitivity * 100, partner[u]->name, sourced)
+                   : fmt::format("{}: not identified by these data (held 25 % off, the objective "
+                                 "moves by {:.2f} points); kept at its sourced value {}",
+                                 p.name, p.sensitivity * 100, sourced));
+    c = compensated[u];
+    c.*(f->field) = p.sourced;
+    active.erase(std::find(active.begin(), active.end(), u));
+    if (active.empty()) break;
+    std::vector<Free> still;
+    still.reserve(active.size());
+    for (size_t j : active) still.push_back(free[j]);
+    c = fit.Search(c, still, std::max(10, opt.max_evaluations / 4), &obj);
+    for (size_t j : active) {
+      if (res.params[j].identified) continue;
+      profile(j);
+      if (res.params[j].identified) {
+        res.warnings.push_back(fmt::format(
+            "{}: identified once {} is kept (held 25 % off, the objective then moves by "
+            "{:.2f} points with the others refitted)",
+            res.params[j].name, p.name, res.params[j].sensitivity * 100));
+      }
+    }
   }
   ValidationReport rep;
   res.objective = fit.Eval(c, &rep);
@@ -281,8 +394,9 @@ std::string CalibrationResultYaml(const CalibrationResult& r) {
   for (const auto& d : r.data) fit += "  - " + q(d) + "\n";
   fit += "fitted:\n";
   for (const auto& p : r.params) {
-    fit += fmt::format("  {}: {{value: {}, sourced: {}, identified: {}, sensitivity: {:.4f}}}\n",
-                       p.name, p.value, p.sourced, p.identified ? "true" : "false", p.sensitivity);
+    fit += fmt::format("  {}: {{value: {}, sourced: {}, identified: {}, sensitivity: {:.4f}{}}}\n",
+                       p.name, p.value, p.sourced, p.identified ? "true" : "false", p.sensitivity,
+                       p.traded_with.empty() ? "" : ", traded_with: " + p.traded_with);
   }
   fit += fmt::format(
       "objective: \"MAPE(TTFT mean) + MAPE(E2E mean) + MAPE(decode ms/token), {} seed{}\"\n",

@@ -127,6 +127,54 @@ TEST(Calibrate, RecoversAKnownFrontEnd) {
   EXPECT_NE(prof->fit_yaml.find("a.json: assumed workload:"), std::string::npos) << prof->fit_yaml;
 }
 
+// Two parameters the data see only as a sum: every prompt of a bench result has the
+// mean input length (500 tokens), so front_end_s and 500 x front_end_s_per_prompt_token
+// are one number. Each alone moves the objective (a one-at-a-time probe would call both
+// identified); held off, the other makes up for it. The profile says so: one keeps its
+// sourced value, naming the other, which is then identified and fitted to the sum.
+TEST(Calibrate, ParametersTheDataSeeOnlyTogetherAreNamed) {
+  BenchAssumptions a;
+  a.gpu = "h100-sxm";
+  auto row = ParseBenchServeJson(kBench, "a.json", a);
+  ASSERT_TRUE(row.ok()) << row.status().ToString();
+  MeasurementRow r2 = *row;
+  r2.experiment = r2.source = "b.json";
+  r2.rate_rps = 4.0;
+  std::vector<MeasurementRow> rows = {*row, r2};
+  CostParams truth = VllmH100Calibration();
+  truth.front_end_s = 0.015;
+  const Status measured = MeasureBySimulation(rows, truth, 1);
+  ASSERT_TRUE(measured.ok()) << measured.ToString();
+  CalibrateOptions opt;
+  opt.free = {"front_end_s", "front_end_s_per_prompt_token"};
+  // Each can make up for the other's 25 % either way: 4 ms + 500 x 16 us = 12 ms.
+  opt.start.front_end_s = 0.004;
+  opt.start.front_end_s_per_prompt_token = 16e-6;
+  opt.max_evaluations = 60;
+  opt.leave_one_run_out = false;
+  auto res = Calibrate(rows, opt);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  const std::string text = CalibrationResultText(*res);
+  ASSERT_EQ(res->params.size(), 2u);
+  EXPECT_NE(res->params[0].identified, res->params[1].identified) << text;
+  const FittedParam& kept = res->params[0].identified ? res->params[1] : res->params[0];
+  const FittedParam& fitted = res->params[0].identified ? res->params[0] : res->params[1];
+  EXPECT_EQ(kept.traded_with, fitted.name) << text;
+  EXPECT_DOUBLE_EQ(kept.value, kept.sourced);
+  EXPECT_LT(kept.sensitivity, 0.005) << text;
+  EXPECT_GE(fitted.sensitivity, 0.005) << text;
+  EXPECT_NE(text.find(kept.name + ": not identified by these data (held 25 % off"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(fitted.name + " makes up for it"), std::string::npos) << text;
+  EXPECT_NE(text.find(fitted.name + ": identified once " + kept.name + " is kept"),
+            std::string::npos)
+      << text;
+  // The sum, the one number the data hold, is recovered.
+  EXPECT_NEAR(res->cost.front_end_s + 500 * res->cost.front_end_s_per_prompt_token, 0.015, 0.0015)
+      << text;
+}
+
 // gqa_kv_mbu = 0 ties GQA's KV efficiency to kv_mbu. Freed on MHA runs it is not
 // identified and stays tied; freed on a GQA run it starts at kv_mbu's value and moves
 // to what the run says (here a 70B TP4 stage simulated with GQA reads at 0.75).

@@ -84,7 +84,8 @@ Runner RegisterCalibrate(CLI::App& app) {
         params[p.name] = {{"value", p.value},
                           {"sourced", p.sourced},
                           {"identified", p.identified},
-                          {"sensitivity", p.sensitivity}};
+                          {"sensitivity", p.sensitivity},
+                          {"traded_with", p.traded_with}};
       }
       auto m = [](const StageMetrics& s) {
         return nlohmann::json{{"ttft_mean", s.ttft_mean_ms},
