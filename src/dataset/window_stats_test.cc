@@ -215,6 +215,30 @@ TEST(WindowStatsFromMetrics, ReplicaAndInstanceLabelsCountOnce) {
   EXPECT_EQ(w->requests, 20);
 }
 
+// A histogram whose counts sum past any request count (each series finite) is said to
+// be unusable, not cast into an integer it does not fit (found by exposition_fuzz).
+TEST(WindowStatsFromMetrics, ACountBeyondARequestCountIsSaid) {
+  std::vector<MetricSnapshot> snaps;
+  for (int k = 0; k < 2; ++k) {
+    const double n = k * 7.4e26;
+    const std::string text = fmt::format(
+        "# TYPE vllm:time_to_first_token_seconds histogram\n"
+        "vllm:time_to_first_token_seconds_bucket{{le=\"1.0\"}} {0}\n"
+        "vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {0}\n"
+        "vllm:time_to_first_token_seconds_sum {1}\nvllm:time_to_first_token_seconds_count {0}\n",
+        n, n / 2);
+    ReadReport report;
+    auto s = ParseExposition(text, {}, report);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    s->timestamp_s = 15.0 * (k + 1);
+    snaps.push_back(std::move(*s));
+  }
+  auto w = WindowStatsFromMetrics(snaps, 15, 30);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_FALSE(w->ttft_s.available());
+  EXPECT_NE(w->ttft_s.note.find("not a request count"), std::string::npos) << w->ttft_s.note;
+}
+
 // The error rate from vLLM's finished-requests counter (errors: finished_reason abort
 // or error), the hit rate's token denominator, and a selector that keeps only the
 // series carrying every given label.
