@@ -15,6 +15,15 @@
 namespace ttft {
 namespace {
 
+// Parses one exposition text as a scrape taken at `t_s` and appends it.
+void AddScrape(std::vector<MetricSnapshot>& snaps, const std::string& text, double t_s) {
+  ReadReport report;
+  auto s = ParseExposition(text, {}, report);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  s->timestamp_s = t_s;
+  snaps.push_back(std::move(*s));
+}
+
 // Bit-identical, NaN equal to NaN.
 void ExpectSame(double got, double want, const char* what) {
   if (std::isnan(want)) {
@@ -203,11 +212,7 @@ TEST(WindowStatsFromMetrics, ReplicaAndInstanceLabelsCountOnce) {
       text += fmt::format("vllm:time_to_first_token_seconds_sum{{{}}} {}\n", labels, 5 * k);
       text += fmt::format("vllm:time_to_first_token_seconds_count{{{}}} {}\n", labels, 10 * k);
     }
-    ReadReport report;
-    auto s = ParseExposition(text, {}, report);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    s->timestamp_s = 15.0 * (k + 1);
-    snaps.push_back(std::move(*s));
+    AddScrape(snaps, text, 15.0 * (k + 1));
   }
   auto w = WindowStatsFromMetrics(snaps, 15, 30);
   ASSERT_TRUE(w.ok()) << w.status().ToString();
@@ -227,11 +232,7 @@ TEST(WindowStatsFromMetrics, ACountBeyondARequestCountIsSaid) {
         "vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {0}\n"
         "vllm:time_to_first_token_seconds_sum {1}\nvllm:time_to_first_token_seconds_count {0}\n",
         n, n / 2);
-    ReadReport report;
-    auto s = ParseExposition(text, {}, report);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    s->timestamp_s = 15.0 * (k + 1);
-    snaps.push_back(std::move(*s));
+    AddScrape(snaps, text, 15.0 * (k + 1));
   }
   auto w = WindowStatsFromMetrics(snaps, 15, 30);
   ASSERT_TRUE(w.ok()) << w.status().ToString();
@@ -267,11 +268,7 @@ TEST(WindowStatsFromMetrics, ErrorRateHitRateAndSelector) {
       text += fmt::format("vllm:prefix_cache_hits_total{{{}}} {}\n", labels, 600 * k * scale);
       text += fmt::format("vllm:prefix_cache_queries_total{{{}}} {}\n", labels, 1000 * k * scale);
     }
-    ReadReport report;
-    auto s = ParseExposition(text, {}, report);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    s->timestamp_s = 15.0 * (k + 1);
-    snaps.push_back(std::move(*s));
+    AddScrape(snaps, text, 15.0 * (k + 1));
   }
   auto all = WindowStatsFromMetrics(snaps, 15, 30);
   ASSERT_TRUE(all.ok()) << all.status().ToString();
@@ -346,11 +343,7 @@ TEST(GroupWindowStatsFromMetrics, GroupsByTheFirstLabelPresentWithParentsAndCoun
       text +=
           fmt::format("vllm:time_to_first_token_seconds_count{{{}}} {}\n", x.labels, x.count * k);
     }
-    ReadReport report;
-    auto s = ParseExposition(text, {}, report);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    s->timestamp_s = 10.0 * (k + 1);
-    snaps.push_back(std::move(*s));
+    AddScrape(snaps, text, 10.0 * (k + 1));
   }
   const std::vector<std::string> replica = {"replica", "pod", "instance"};
   const std::vector<std::string> region = {"region"};
