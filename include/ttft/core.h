@@ -31,6 +31,7 @@
 #ifndef TTFT_CORE_H_
 #define TTFT_CORE_H_
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -178,6 +179,24 @@ struct Span {
   std::string template_version;  // serialised as "template"
   std::string deploy;            // engine-config version
 };
+
+// -----------------------------------------------------------------------------
+// Counts read as doubles
+// -----------------------------------------------------------------------------
+//
+// A count that arrives as a double (a Prometheus sample, a JSON number) fits an
+// int64_t only below 2^63 = 9.223e18; converting anything larger is undefined
+// (a cast) or unspecified (std::llround). Below kCountLimit every double converts.
+inline constexpr double kCountLimit = 9.2e18;
+
+// `v` rounded to a count, saturated to [0, kCountLimit] (NaN is 0). For counts
+// whose double value is also kept (rates are computed from the double), so that an
+// absurd counter prints as a bounded number instead of an unspecified one.
+//   SaturatingCount(41.6) == 42;  SaturatingCount(1e300) == 9'200'000'000'000'000'000
+inline int64_t SaturatingCount(double v) {
+  if (!(v > 0)) return 0;
+  return static_cast<int64_t>(std::llround(v < kCountLimit ? v : kCountLimit));
+}
 
 // -----------------------------------------------------------------------------
 // Large arrays

@@ -53,7 +53,7 @@ struct HistogramValue {
 
 struct MetricSeries {
   Labels labels;
-  double value = 0;          // counters and gauges
+  double value = 0;          // counters (>= 0, not NaN) and gauges (any value)
   HistogramValue histogram;  // histograms
   // Summaries: (quantile, value) pairs in exposition order; `histogram.count` and
   // `histogram.sum` carry _count and _sum.
@@ -98,9 +98,11 @@ struct ExpositionParseOptions {
 
 // Parses one scrape. Accepts any label order, escapes (\\, \", \n) in label values,
 // optional HELP/TYPE lines and timestamps, `le`/`quantile` as numbers ("1e+06",
-// "+Inf"), NaN/+Inf/-Inf values. `_created` samples and the `*_created` gauge
-// families prometheus_client emits beside counters and histograms are dropped.
-// Samples without a TYPE are untyped families, except that *_bucket (with le),
+// "+Inf"), NaN/+Inf/-Inf values of gauges; a counter's value that is negative,
+// infinite or NaN is a bad line (OpenMetrics 1.0: a Total is non-NaN, from 0).
+// `_created` samples and the `*_created` gauge families prometheus_client emits
+// beside counters and histograms are dropped. Samples without a TYPE are untyped
+// families, except that *_bucket (with le),
 // *_sum and *_count siblings are assembled into a histogram. A last line without a
 // newline is reported as a scrape cut mid-line and dropped. Bad lines are skipped
 // and reported (DataError at the first under strict).

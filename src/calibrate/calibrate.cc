@@ -48,6 +48,8 @@ double Objective(const ValidationReport& rep) {
 struct Free {
   const CostParamField* field;
   double zero_step;  // the first step when the value is 0
+  // The size a move of value `v` is measured against: `v`, or the zero step at 0.
+  double Scale(double v) const { return v > 0 ? v : zero_step; }
 };
 
 double ZeroStep(const std::string& name) {
@@ -97,32 +99,28 @@ class Fitter {
     std::vector<double> x(n), lb(n), ub(n), dx(n);
     for (unsigned i = 0; i < n; ++i) {
       const double v = start.*(free[i].field->field);
-      st.scale.push_back(v > 0 ? v : free[i].zero_step);
+      st.scale.push_back(free[i].Scale(v));
       x[i] = v / st.scale[i];
       lb[i] = free[i].field->min / st.scale[i];
       ub[i] = free[i].field->max / st.scale[i];
       dx[i] = v > 0 ? 0.2 : 1.0;  // 20 % of a value; one zero step from 0
     }
-    if (n == 0 || budget <= 1) {
-      *obj = Eval(start);
-      return start;
+    // nlopt_create fails only out of memory; then there is no search.
+    nlopt_opt o = n > 0 && budget > 1 ? nlopt_create(NLOPT_LN_SBPLX, n) : nullptr;
+    if (o != nullptr) {
+      nlopt_set_min_objective(o, &SearchObjective, &st);
+      nlopt_set_lower_bounds(o, lb.data());
+      nlopt_set_upper_bounds(o, ub.data());
+      nlopt_set_initial_step(o, dx.data());
+      nlopt_set_maxeval(o, budget);
+      nlopt_set_xtol_abs1(o, 0.003);  // 0.3 % of each parameter's scale
+      double f = 0;
+      // Whatever the stop reason (budget, tolerance, a failure), the best point
+      // evaluated is SearchObjective's.
+      nlopt_optimize(o, x.data(), &f);
+      nlopt_destroy(o);
     }
-    nlopt_opt o = nlopt_create(NLOPT_LN_SBPLX, n);
-    if (o == nullptr) {  // out of memory: no search, the start stands
-      *obj = Eval(start);
-      return start;
-    }
-    nlopt_set_min_objective(o, &SearchObjective, &st);
-    nlopt_set_lower_bounds(o, lb.data());
-    nlopt_set_upper_bounds(o, ub.data());
-    nlopt_set_initial_step(o, dx.data());
-    nlopt_set_maxeval(o, budget);
-    nlopt_set_xtol_abs1(o, 0.003);  // 0.3 % of each parameter's scale
-    double f = 0;
-    // Whatever the stop reason (budget, tolerance, a failure), the best point evaluated
-    // is SearchObjective's; a search that evaluated nothing leaves the start.
-    nlopt_optimize(o, x.data(), &f);
-    nlopt_destroy(o);
+    // No search (nothing free, a budget of 1, no memory) or none evaluated: the start.
     if (!std::isfinite(st.best_obj)) {
       *obj = Eval(start);
       return start;
@@ -257,8 +255,7 @@ Result<CalibrationResult> Calibrate(const std::vector<MeasurementRow>& all,
       }
       for (const Free& g : others) {
         const double before = c.*(g.field->field);
-        const double move =
-            std::abs(r.*(g.field->field) - before) / (before > 0 ? before : g.zero_step);
+        const double move = std::abs(r.*(g.field->field) - before) / g.Scale(before);
         if (move > moved_most && move > 0.05) moved_most = move, partner[i] = g.field;
       }
     }

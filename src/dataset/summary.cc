@@ -210,7 +210,7 @@ TermQuantiles HistogramTerms(const MetricFamily* f,
   }
   // Each series' count is finite (the parser's histogram invariant), their sum need not
   // fit a request count (found by exposition_fuzz: 7.4e26).
-  if (!(count < 9.2e18)) {
+  if (!(count < kCountLimit)) {
     q.note = fmt::format(
         "_count sums to {:g} over the series: not a request count (beyond 2^63), so no "
         "quantiles are read from these buckets",
@@ -293,7 +293,7 @@ WindowStats MetricSeriesStats(const MetricSnapshot& w,
   bool pf = false;
   const double preempt = CounterSum(FindCanonical(w, CanonicalMetric::kPreemptions), keep, pf);
   if (pf) {
-    s.preemptions = static_cast<int64_t>(std::llround(preempt));
+    s.preemptions = SaturatingCount(preempt);
     s.preemptions_per_request =
         s.requests > 0 ? preempt / static_cast<double>(s.requests) : kMissing;
   }
@@ -304,8 +304,8 @@ WindowStats MetricSeriesStats(const MetricSnapshot& w,
   const double errors = CounterSum(
       finished, [&](const Labels& l) { return keep(l) && IsErrorReason(l); }, ef);
   if (ff) {
-    s.error_rate_requests = static_cast<int64_t>(std::llround(all));
-    s.errors = static_cast<int64_t>(std::llround(errors));
+    s.error_rate_requests = SaturatingCount(all);
+    s.errors = SaturatingCount(errors);
     s.error_rate = all > 0 ? errors / all : kMissing;
   }
   return s;

@@ -240,6 +240,36 @@ TEST(WindowStatsFromMetrics, ACountBeyondARequestCountIsSaid) {
   EXPECT_NE(w->ttft_s.note.find("not a request count"), std::string::npos) << w->ttft_s.note;
 }
 
+// Counters whose increase is past any count (each sample finite, as the parser
+// keeps them): the counts saturate at kCountLimit, the rates keep the exact double.
+TEST(WindowStatsFromMetrics, CountersBeyondACountSaturate) {
+  std::vector<MetricSnapshot> snaps;
+  for (int k = 0; k < 2; ++k) {
+    const std::string text = fmt::format(
+        "# TYPE vllm:time_to_first_token_seconds histogram\n"
+        "vllm:time_to_first_token_seconds_bucket{{le=\"1.0\"}} {0}\n"
+        "vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {0}\n"
+        "vllm:time_to_first_token_seconds_sum {0}\nvllm:time_to_first_token_seconds_count {0}\n"
+        "# TYPE vllm:num_preemptions counter\nvllm:num_preemptions_total {1}\n"
+        "# TYPE vllm:request_success counter\n"
+        "vllm:request_success_total{{finished_reason=\"stop\"}} {1}\n"
+        "vllm:request_success_total{{finished_reason=\"abort\"}} {1}\n",
+        100 * k, k * 1e300);
+    AddScrape(snaps, text, 15.0 * (k + 1));
+  }
+  auto w = WindowStatsFromMetrics(snaps, 15, 30);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->ttft_s.count, 100);
+  EXPECT_EQ(w->preemptions, SaturatingCount(kCountLimit));
+  EXPECT_DOUBLE_EQ(w->preemptions_per_request, 1e300 / 100);
+  EXPECT_EQ(w->errors, SaturatingCount(kCountLimit));
+  EXPECT_EQ(w->error_rate_requests, SaturatingCount(kCountLimit));
+  EXPECT_DOUBLE_EQ(w->error_rate, 0.5);
+  EXPECT_EQ(SaturatingCount(41.6), 42);
+  EXPECT_EQ(SaturatingCount(std::nan("")), 0);
+  EXPECT_EQ(SaturatingCount(-3), 0);
+}
+
 // The error rate from vLLM's finished-requests counter (errors: finished_reason abort
 // or error), the hit rate's token denominator, and a selector that keeps only the
 // series carrying every given label.

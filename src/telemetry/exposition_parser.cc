@@ -405,6 +405,14 @@ Result<MetricSnapshot> ParseExposition(std::string_view text, const ExpositionPa
     } else if (auto b = StripSuffix(s.name, "_total"); !b.empty()) {
       if (auto bt = type_of(std::string(b)); bt && *bt == MetricType::kCounter) t = *bt;
     }
+    // OpenMetrics 1.0, Counter: a Total is non-NaN and non-decreasing from 0. A
+    // negative, infinite or NaN one is no count; kept, it would turn the window's
+    // increase and every rate over it into NaN or Inf.
+    if (t == MetricType::kCounter && (!(s.value >= 0) || std::isinf(s.value))) {
+      TTFT_RETURN_IF_ERROR(bad(s.line, "bad value",
+                               fmt::format("{}: a counter is negative, infinite or NaN", s.name)));
+      continue;
+    }
     const size_t fi = family_for(s.name, t);
     auto [it, inserted] = scalar_series[fi].emplace(SeriesKey(s.labels), 0);
     if (!inserted) {

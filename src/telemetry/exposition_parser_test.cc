@@ -181,6 +181,18 @@ TEST(Exposition, BucketBoundsMustBeFiniteOrPlusInf) {
   }
 }
 
+// OpenMetrics: a counter is non-NaN and non-negative; a gauge may be anything.
+TEST(Exposition, ACounterThatIsNoCountIsSkipped) {
+  for (const char* v : {"inf", "-3", "NaN"}) {
+    ReadReport r;
+    MetricSnapshot s =
+        Parse(std::string("# TYPE c counter\nc_total ") + v + "\n# TYPE g gauge\ng " + v + "\n", r);
+    EXPECT_EQ(Family(s, "c_total"), nullptr) << v;
+    ASSERT_NE(Family(s, "g"), nullptr) << v;
+    EXPECT_EQ(r.skipped_by_category["bad value"], 1) << v << r.Summary();
+  }
+}
+
 TEST(WindowDelta, CounterResetLikeIncrease) {
   ReadReport r;
   std::vector<MetricSnapshot> snaps = {

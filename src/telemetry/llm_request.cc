@@ -46,7 +46,7 @@ bool ElementToInt(simdjson::dom::element el, int64_t& out, std::string& err) {
   }
   double d;
   if (!ElementToDouble(el, d, err)) return false;
-  if (d != std::floor(d) || std::fabs(d) > 9.2e18) {
+  if (d != std::floor(d) || std::fabs(d) > kCountLimit) {
     err = fmt::format("expected an integer, got {}", d);
     return false;
   }

@@ -2,8 +2,8 @@
 // returns: names, label names and values and HELP text are valid UTF-8 (they reach the
 // JSON and terminal writers), and, where `histograms_checked`, every histogram keeps
 // the invariant of ttft/metrics.h (finite increasing bounds, finite non-negative
-// cumulative counts, non-decreasing and at most the +Inf count). A violation traps, so
-// libFuzzer keeps the input.
+// cumulative counts, non-decreasing and at most the +Inf count); counters are never
+// negative or NaN. A violation traps, so libFuzzer keeps the input.
 #ifndef TTFT_TELEMETRY_METRICS_FUZZ_CHECKS_H_
 #define TTFT_TELEMETRY_METRICS_FUZZ_CHECKS_H_
 
@@ -36,6 +36,8 @@ inline void CheckSnapshot(const MetricSnapshot& snap, bool histograms_checked) {
         if (!escape::IsValidUtf8(name) || !escape::IsValidUtf8(value)) __builtin_trap();
       }
       if (histograms_checked && f.type == MetricType::kHistogram) CheckHistogram(s.histogram);
+      // Parsed counters are finite; a window's increase may overflow to +Inf.
+      if (f.type == MetricType::kCounter && !(s.value >= 0)) __builtin_trap();
     }
   }
 }
