@@ -407,43 +407,35 @@ Result<std::vector<PromRuleGroup>> AlertingRules(const RulesOptions& o) {
     g.rules.push_back(std::move(r));
   }
   const std::string drop = Num(o.hit_rate_drop);
-  {
+  // An alert when the hit rate over `now` is more than `drop` below `before`, for 10 min.
+  auto hit_rate_drop = [&](std::string alert, const std::string& before, const std::string& now,
+                           std::string summary, std::string description) {
     PromRule r;
-    r.alert = "PrefixCacheHitRateDropVsHourBefore";
-    r.expr = fmt::format("({})\n-\n({})\n> {}", c.HitRate(c.by_model, "1h", "", "1h"),
-                         c.HitRate(c.by_model, "15m"), drop);
+    r.alert = std::move(alert);
+    r.expr = fmt::format("({})\n-\n({})\n> {}", before, now, drop);
     r.for_ = "10m";
     r.labels = {{"severity", "warning"}};
-    r.annotations = {
-        {"summary",
-         "Prefix-cache hit rate of {{ $labels.model_name }} dropped against the "
-         "hour before"},
-        {"description",
-         fmt::format("The hit rate over the last 15 minutes is more than {} below the hour "
-                     "before the last (rate over [1h] offset 1h), for 10 minutes: a deploy "
-                     "that changed the prompt prefix (a template, a timestamp ahead of the "
-                     "system prompt) or a router change. See docs/rules.md.",
-                     drop)}};
+    r.annotations = {{"summary", std::move(summary)}, {"description", std::move(description)}};
     g.rules.push_back(std::move(r));
-  }
-  {
-    PromRule r;
-    r.alert = "PrefixCacheHitRateDropVsDayAgo";
-    r.expr = fmt::format("({})\n-\n({})\n> {}", c.HitRate(c.by_model, "1h", "", "1d"),
-                         c.HitRate(c.by_model, "1h"), drop);
-    r.for_ = "10m";
-    r.labels = {{"severity", "warning"}};
-    r.annotations = {
-        {"summary",
-         "Prefix-cache hit rate of {{ $labels.model_name }} dropped against a day "
-         "ago"},
-        {"description",
-         fmt::format("The hit rate over the last hour is more than {} below the same hour a "
-                     "day ago (offset 1d), for 10 minutes: catches a slow decline the hourly "
-                     "comparison adapts to. See docs/rules.md.",
-                     drop)}};
-    g.rules.push_back(std::move(r));
-  }
+  };
+  hit_rate_drop("PrefixCacheHitRateDropVsHourBefore", c.HitRate(c.by_model, "1h", "", "1h"),
+                c.HitRate(c.by_model, "15m"),
+                "Prefix-cache hit rate of {{ $labels.model_name }} dropped against the "
+                "hour before",
+                fmt::format("The hit rate over the last 15 minutes is more than {} below the hour "
+                            "before the last (rate over [1h] offset 1h), for 10 minutes: a deploy "
+                            "that changed the prompt prefix (a template, a timestamp ahead of the "
+                            "system prompt) or a router change. See docs/rules.md.",
+                            drop));
+  hit_rate_drop(
+      "PrefixCacheHitRateDropVsDayAgo", c.HitRate(c.by_model, "1h", "", "1d"),
+      c.HitRate(c.by_model, "1h"),
+      "Prefix-cache hit rate of {{ $labels.model_name }} dropped against a day "
+      "ago",
+      fmt::format("The hit rate over the last hour is more than {} below the same hour a "
+                  "day ago (offset 1d), for 10 minutes: catches a slow decline the hourly "
+                  "comparison adapts to. See docs/rules.md.",
+                  drop));
   if (!c.s.queue.empty()) {
     PromRule r;
     r.alert = "QueueTimeP99High";

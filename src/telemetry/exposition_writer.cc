@@ -127,40 +127,25 @@ std::string FormatExposition(const MetricSnapshot& snapshot) {
   for (const MetricFamily& f : snapshot.families) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", f.name, f.help, f.name, ToString(f.type));
     for (const MetricSeries& s : f.series) {
+      // One sample line: name + suffix, the labels (with `le` when given), the value.
+      auto sample = [&](std::string_view suffix, std::string_view le, double value) {
+        out += f.name;
+        out += suffix;
+        AppendLabels(s.labels, le, out);
+        out += ' ';
+        out += FormatPromFloat(value);
+        out += '\n';
+      };
       if (f.type == MetricType::kHistogram) {
         const HistogramValue& h = s.histogram;
         for (size_t i = 0; i < h.upper_bounds.size(); ++i) {
-          out += f.name;
-          out += "_bucket";
-          AppendLabels(s.labels, FormatPromFloat(h.upper_bounds[i]), out);
-          out += ' ';
-          out += FormatPromFloat(h.cumulative_counts[i]);
-          out += '\n';
+          sample("_bucket", FormatPromFloat(h.upper_bounds[i]), h.cumulative_counts[i]);
         }
-        out += f.name;
-        out += "_bucket";
-        AppendLabels(s.labels, "+Inf", out);
-        out += ' ';
-        out += FormatPromFloat(h.count);
-        out += '\n';
-        out += f.name;
-        out += "_count";
-        AppendLabels(s.labels, "", out);
-        out += ' ';
-        out += FormatPromFloat(h.count);
-        out += '\n';
-        out += f.name;
-        out += "_sum";
-        AppendLabels(s.labels, "", out);
-        out += ' ';
-        out += FormatPromFloat(h.sum);
-        out += '\n';
+        sample("_bucket", "+Inf", h.count);
+        sample("_count", "", h.count);
+        sample("_sum", "", h.sum);
       } else {
-        out += f.name;
-        AppendLabels(s.labels, "", out);
-        out += ' ';
-        out += FormatPromFloat(s.value);
-        out += '\n';
+        sample("", "", s.value);
       }
     }
   }
