@@ -147,36 +147,38 @@ Status SpanJsonlWriter::Close() {
 // ---------------------------------------------------------------------------
 namespace {
 
-void OtlpStringAttr(std::string_view key, std::string_view v, bool& first, std::string& out) {
+// Opens attribute `key` of a list (a comma unless `first`), up to its value's type.
+void OtlpAttrStart(std::string_view key, std::string_view type, bool& first, std::string& out) {
   out += first ? "{\"key\":" : ",{\"key\":";
   first = false;
   AppendEscaped(key, out);
-  out += ",\"value\":{\"stringValue\":";
+  out += ",\"value\":{\"";
+  out += type;
+  out += "\":";
+}
+void OtlpStringAttr(std::string_view key, std::string_view v, bool& first, std::string& out) {
+  OtlpAttrStart(key, "stringValue", first, out);
   AppendEscaped(v, out);
   out += "}}";
 }
 void OtlpDoubleAttr(std::string_view key, double v, bool& first, std::string& out) {
   if (!std::isfinite(v)) return;  // unknown: the attribute is absent
-  out += first ? "{\"key\":" : ",{\"key\":";
-  first = false;
-  AppendEscaped(key, out);
-  out += ",\"value\":{\"doubleValue\":";
+  OtlpAttrStart(key, "doubleValue", first, out);
   AppendDouble(v, out);
   out += "}}";
 }
 // OTLP/JSON writes 64-bit integers as decimal strings (protobuf JSON mapping).
 void OtlpIntAttr(std::string_view key, int64_t v, bool& first, std::string& out) {
   if (v < 0) return;  // unknown
-  out += first ? "{\"key\":" : ",{\"key\":";
-  first = false;
-  AppendEscaped(key, out);
-  out += ",\"value\":{\"intValue\":\"";
+  OtlpAttrStart(key, "intValue", first, out);
+  out += '"';
   AppendInt(v, out);
   out += "\"}}";
 }
 void AppendNanos(double seconds, std::string& out) {
   out.push_back('"');
-  AppendInt(std::isfinite(seconds) && seconds > 0 ? std::llround(seconds * 1e9) : 0, out);
+  // 0 when unknown; saturated in the year 2261 (kCountLimit ns), not an unspecified value.
+  AppendInt(std::isfinite(seconds) ? SaturatingCount(seconds * 1e9) : 0, out);
   out.push_back('"');
 }
 
