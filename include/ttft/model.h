@@ -175,7 +175,8 @@ class CostModel {
 
   // A lone prefill of `uncached` tokens after `cached` cached ones, in one step.
   double PrefillTime(int64_t uncached, int64_t cached) const;
-  // One decode step of `batch` sequences with `context` tokens each.
+  // One decode step of `batch` sequences with `context` tokens each, in O(1).
+  // REQUIRES: batch >= 1, context >= 0, batch * (context + 1) < 2^63.
   double DecodeStepTime(int64_t batch, int64_t context) const;
 
   // FLOPs of a step (for reporting).

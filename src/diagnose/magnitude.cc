@@ -24,6 +24,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "diagnose/parallel.h"
@@ -50,9 +51,10 @@ struct ReplicaLoad {
   double lambda = 0;
 };
 
-// Per-replica load of a window. `cm` prices requests.
+// Per-replica load of a window. `cm` prices requests. Sets *compute_mean_s to the mean
+// prefill compute per request and *e2e_mean_s to the ok requests' mean E2E (NaN if none).
 std::vector<ReplicaLoad> Loads(const SpanTable& t, const std::vector<uint32_t>& rows, double len_s,
-                               const CostModel& cm, double* compute_mean_s) {
+                               const CostModel& cm, double* compute_mean_s, double* e2e_mean_s) {
   // Rows by replica, through the label sets (a string lookup per row was 10% of a
   // 10-million-span diagnosis); replicas in name order, as before.
   std::map<std::string_view, uint32_t> ids;
@@ -75,7 +77,7 @@ std::vector<ReplicaLoad> Loads(const SpanTable& t, const std::vector<uint32_t>& 
   struct PerReplica {
     size_t begin = 0, end = 0;
     double e2e_sum = 0, q_sum = 0;
-    int64_t q_n = 0;
+    int64_t e2e_n = 0, q_n = 0;
   };
   std::vector<PerReplica> by(names.size());
   const auto sets = t.label_set();
@@ -100,7 +102,10 @@ std::vector<ReplicaLoad> Loads(const SpanTable& t, const std::vector<uint32_t>& 
     flat_arrivals[p.end] = arrival[r];
     ++p.end;
     if (status[r] != RequestStatus::kOk) continue;
-    if (!std::isnan(e2e[r])) p.e2e_sum += e2e[r];
+    if (!std::isnan(e2e[r])) {
+      p.e2e_sum += e2e[r];
+      ++p.e2e_n;
+    }
     if (!std::isnan(queue[r])) {
       p.q_sum += queue[r];
       ++p.q_n;
@@ -136,7 +141,11 @@ std::vector<ReplicaLoad> Loads(const SpanTable& t, const std::vector<uint32_t>& 
       const int64_t out_tokens = t.output_tokens()[r];
       if (out_tokens > 1) {
         const int64_t ctx = prompt + out_tokens / 2;
-        const int64_t b = static_cast<int64_t>(std::llround(batch));
+        // Capped at 2^20 sequences (ttft cost's --batch range), far above any engine's
+        // max_num_seqs: a larger Little's-law batch comes from a window much shorter
+        // than its requests, and the marginal cost is flat in B there; DecodeStepTime
+        // needs b * (ctx + 1) < 2^63 (ctx < 2^32 from the int32 columns).
+        const int64_t b = SaturatingCount(std::min(batch, double{1 << 20}));
         // The marginal cost of one more sequence in a decode step: decode steps are
         // shared, so a request occupies the engine only for what it adds to them.
         s += static_cast<double>(out_tokens - 1) *
@@ -176,6 +185,10 @@ std::vector<ReplicaLoad> Loads(const SpanTable& t, const std::vector<uint32_t>& 
     out.push_back(l);
   }
   *compute_mean_s = total_n > 0 ? total_compute / static_cast<double>(total_n) : kMissing;
+  double e2e_sum = 0;
+  int64_t e2e_n = 0;
+  for (const PerReplica& p : by) e2e_sum += p.e2e_sum, e2e_n += p.e2e_n;
+  *e2e_mean_s = e2e_n > 0 ? e2e_sum / static_cast<double>(e2e_n) : kMissing;
   return out;
 }
 
@@ -247,11 +260,29 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
   const double la = in.baseline.to_s - in.baseline.from_s;
   const double lb = in.incident.to_s - in.incident.from_s;
   std::vector<ReplicaLoad> loads_a, loads_b;
+  double e2e_a = kMissing, e2e_b = kMissing;
   RunBoth(
       o.parallel && rows_a.size() + rows_b.size() >= kParallelRows,
-      [&] { loads_a = Loads(*in.baseline.table, rows_a, la, cm, &m.prefill_compute_before_s); },
-      [&] { loads_b = Loads(*in.incident.table, rows_b, lb, cm, &m.prefill_compute_after_s); });
+      [&] {
+        loads_a = Loads(*in.baseline.table, rows_a, la, cm, &m.prefill_compute_before_s, &e2e_a);
+      },
+      [&] {
+        loads_b = Loads(*in.incident.table, rows_b, lb, cm, &m.prefill_compute_after_s, &e2e_b);
+      });
   if (loads_a.empty() || loads_b.empty()) return m;
+  // Little's law (requests in flight = rate x time in system) and the utilisation need
+  // a window longer than its requests: in a shorter one, more would be in flight than
+  // the window holds, and rates measure the window's length, not the load.
+  for (const auto& [name, len, e2e] :
+       {std::tuple{"baseline", la, e2e_a}, {"incident", lb, e2e_b}}) {
+    if (e2e > len) {
+      notes.push_back(fmt::format(
+          "magnitude not estimated: the {} window ({}) is shorter than its requests' mean "
+          "end-to-end time ({}), so rates and utilisation over it do not measure the load",
+          name, fmt::format("{:.3g} s", len), Secs(e2e)));
+      return m;
+    }
+  }
   auto busiest = [](const std::vector<ReplicaLoad>& v) {
     return *std::max_element(v.begin(), v.end(), [](const ReplicaLoad& x, const ReplicaLoad& y) {
       return x.rho < y.rho;

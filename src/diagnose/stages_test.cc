@@ -107,6 +107,35 @@ TEST(EstimateMagnitude, AnUnknownModelLabelInTheSpansIsANoteAndTheDefaultPricesI
   EXPECT_THAT(given.cost_model, HasSubstr("llama-3.1-8b"));
 }
 
+// A window shorter than its requests (here 1e-12 s, every request arriving at one
+// instant) is no measure of load: Little's law would put 2e14 requests in flight (the
+// cost model once looped over them: `ttft diagnose` hung). Said, and not estimated.
+TEST(EstimateMagnitude, AWindowShorterThanItsRequestsIsNotAMeasureOfLoad) {
+  SpanTable t;
+  for (int i = 0; i < 400; ++i) {
+    Span s = MakeSpan(i, i < 200 ? 10.0 : 60.0, 0.1 + (i % 10) * 0.01);
+    s.decode_s = 100;
+    s.e2e_s = s.ttft_s + s.decode_s;
+    AddSpanToTable(s, t);
+  }
+  DiagnosisInput in;
+  in.baseline = {&t, 10, 10.000000000001};
+  in.incident = {&t, 60, 60.00000000001};
+  auto shape = ValidateInput(in);
+  ASSERT_TRUE(shape.ok());
+  Workspace ws(in, *shape);
+  std::vector<std::string> notes;
+  auto w = ComputeWindows(in, *shape, ws, notes);
+  ASSERT_TRUE(w.ok());
+  ASSERT_EQ(w->rows_a.size(), 200u);
+  notes.clear();
+  const Magnitude m = EstimateMagnitude(in, w->rows_a, w->rows_b, notes);
+  EXPECT_FALSE(m.available);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_THAT(notes[0], HasSubstr("the baseline window (1e-12 s) is shorter than its requests' "
+                                  "mean end-to-end time (100.15 s)"));
+}
+
 TEST(ValidateInput, OverlapOnTwoTablesIsTwoInputs) {
   SpanTable a, b;
   DiagnosisInput in;

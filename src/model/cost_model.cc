@@ -96,8 +96,16 @@ double CostModel::PrefillTime(int64_t uncached, int64_t cached) const {
 }
 
 double CostModel::DecodeStepTime(int64_t batch, int64_t context) const {
+  // `batch` times AddSequence(s, context, 1, true), in closed form: the diagnosis prices
+  // Little's-law batches, which a window far shorter than its requests makes huge (a
+  // loop over them hung `ttft diagnose`). Exact: the sums are integers below 2^53.
+  const int64_t b = std::max<int64_t>(batch, 0);
   StepShape s;
-  for (int64_t i = 0; i < batch; ++i) AddSequence(s, context, 1, true);
+  s.tokens = b;
+  s.attention_pairs = static_cast<double>(b) * (static_cast<double>(context) + 1);
+  s.kv_tokens_read = b * (context + 1);
+  s.logit_seqs = b;
+  s.seqs = b;
   return StepTime(s);
 }
 

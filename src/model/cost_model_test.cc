@@ -55,6 +55,23 @@ TEST(CostModel, DecodeIsWeightBandwidthBound) {
   EXPECT_GT(cm.DecodeStepTime(64, 1000), cm.DecodeStepTime(8, 1000));
 }
 
+// DecodeStepTime is `batch` decoding sequences added one by one, in closed form: the
+// same figure, and a batch of 2^40 (a diagnosis window far shorter than its requests)
+// costs no more to price than one of 1.
+TEST(CostModel, DecodeStepTimeIsTheSumOfItsSequencesInConstantTime) {
+  CostModel cm = SeedModel();
+  for (int64_t batch : {1, 7, 300}) {
+    for (int64_t ctx : {0, 1000, 100000}) {
+      StepShape s;
+      for (int64_t i = 0; i < batch; ++i) CostModel::AddSequence(s, ctx, 1, true);
+      EXPECT_EQ(cm.DecodeStepTime(batch, ctx), cm.StepTime(s)) << batch << " " << ctx;
+    }
+  }
+  const double huge = cm.DecodeStepTime(int64_t{1} << 40, 1000);
+  EXPECT_TRUE(std::isfinite(huge));
+  EXPECT_GT(huge, cm.DecodeStepTime(int64_t{1} << 20, 1000));
+}
+
 // KV reads are priced at the attention kind's efficiency: gqa_kv_mbu for a GQA model
 // (Llama-2-70B: 8 KV heads for 64 query heads), kv_mbu for an MHA one (Llama-2-7B);
 // gqa_kv_mbu = 0 (the default) ties GQA to kv_mbu.
