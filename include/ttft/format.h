@@ -57,8 +57,12 @@ inline std::string Pct1(double v) {
 // A count or token figure, rounded ("3120").
 inline std::string Num(double v) { return std::isfinite(v) ? fmt::format("{:.0f}", v) : "n/a"; }
 // A fixed-point figure ("0.125" for Fixed(0.125, 3)); "n/a" when not finite (never "nan").
+// From 1e9 on, four significant digits ("2.2e+13"): such a figure is a sign of broken
+// input, and its digits would break a report's columns.
 inline std::string Fixed(double v, int decimals) {
-  return std::isfinite(v) ? fmt::format("{:.{}f}", v, decimals) : "n/a";
+  if (!std::isfinite(v)) return "n/a";
+  if (std::fabs(v) >= 1e9) return fmt::format("{:.4g}", v);
+  return fmt::format("{:.{}f}", v, decimals);
 }
 // A change ratio ("x1.71").
 inline std::string X(double ratio) {
@@ -68,9 +72,12 @@ inline std::string X(double ratio) {
 // A window [from_s, to_s): seconds as "[60,300) s", or, when both ends are Unix epoch
 // seconds (from 2001-09-09, 1e9 s, on), RFC 3339 UTC clock times
 // "[2026-10-02T17:03:38Z, 2026-10-03T08:48:38Z)", the end as a time of day when on the
-// same day ("[2026-10-02T17:03:38Z, 17:33:38Z)"). "n/a" for a non-finite end.
+// same day ("[2026-10-02T17:03:38Z, 17:33:38Z)"). "n/a" for a non-finite end. Seconds
+// are whole unless that would show a window as empty or write a bound of 1e15 or more
+// digit by digit: then the shortest exact form ("[10,10.000000000001) s", "1e+300").
 std::string Window(double from_s, double to_s);
-// A time point: "t=300 s", or "2026-10-02T17:03:38Z" for an epoch time (as Window).
+// A time point: "t=300 s", or "2026-10-02T17:03:38Z" for an epoch time (as Window;
+// "t=1e+300 s" from 1e15 s on).
 std::string TimePoint(double t_s);
 
 }  // namespace ttft::numfmt

@@ -43,12 +43,16 @@ std::string Window(double from_s, double to_s) {
     if (a.compare(0, 11, b, 0, 11) == 0) return fmt::format("[{}, {})", a, b.substr(11));
     return fmt::format("[{}, {})", a, b);
   }
+  const bool whole =
+      std::round(from_s) != std::round(to_s) && std::fabs(from_s) < 1e15 && std::fabs(to_s) < 1e15;
+  if (!whole) return fmt::format("[{},{}) s", from_s, to_s);
   return fmt::format("[{:.0f},{:.0f}) s", from_s, to_s);
 }
 
 std::string TimePoint(double t_s) {
   if (!std::isfinite(t_s)) return "n/a";
   if (IsEpoch(t_s)) return Rfc3339(t_s);
+  if (std::fabs(t_s) >= 1e15) return fmt::format("t={} s", t_s);
   return fmt::format("t={:.0f} s", t_s);
 }
 

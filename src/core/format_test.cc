@@ -159,6 +159,13 @@ TEST(NumFmt, WindowsOfEpochInputsAreClockTimes) {
   EXPECT_EQ(numfmt::TimePoint(1800), "t=1800 s");
   EXPECT_EQ(numfmt::TimePoint(1790960618), "2026-10-02T17:03:38Z");
   EXPECT_EQ(numfmt::TimePoint(NAN), "n/a");
+  // Neither an empty-looking window nor a bound written out in 300 digits.
+  EXPECT_EQ(numfmt::Window(10, 10.000000000001), "[10,10.000000000001) s");
+  EXPECT_EQ(numfmt::Window(60, 1e300), "[60,1e+300) s");
+  EXPECT_EQ(numfmt::TimePoint(1e300), "t=1e+300 s");
+  EXPECT_EQ(numfmt::Fixed(199982221464054.0, 2), "2e+14");
+  EXPECT_EQ(numfmt::Fixed(22050762800095.16, 2), "2.205e+13");
+  EXPECT_EQ(numfmt::Fixed(999999999.5, 1), "999999999.5");
 }
 
 }  // namespace
