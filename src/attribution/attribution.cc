@@ -555,17 +555,18 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
   std::string regions_text;
   for (const auto& [r, c] : per_region)
     regions_text += fmt::format("{}{} in {}", regions_text.empty() ? "" : ", ", c, LabelOr(r));
+  const char* replica_word = fleet.names.size() == 1 ? "replica" : "replicas";
   if (known == static_cast<int>(fleet.names.size())) {
     out.assumptions.push_back(
-        fmt::format("fleet: the scenario's {} replicas ({}) with their engine settings",
-                    fleet.names.size(), regions_text));
+        fmt::format("fleet: the scenario's {} {} ({}) with their engine settings",
+                    fleet.names.size(), replica_word, regions_text));
   } else {
     out.assumptions.push_back(fmt::format(
-        "fleet: {} replicas from the spans' replica and region labels ({}), each {} {} tp{} on {} "
+        "fleet: {} {} from the spans' replica and region labels ({}), each {} {} tp{} on {} "
         "with vLLM's default scheduler (max_num_batched_tokens {}, max_num_seqs {}, chunked "
         "prefill, prefix caching{}), cost model {}",
-        fleet.names.size(), regions_text, hw->model.name, ToString(hw->weight_dtype), hw->tp,
-        hw->gpu.name, engine.max_num_batched_tokens, engine.max_num_seqs,
+        fleet.names.size(), replica_word, regions_text, hw->model.name, ToString(hw->weight_dtype),
+        hw->tp, hw->gpu.name, engine.max_num_batched_tokens, engine.max_num_seqs,
         engine.async_scheduling ? ", async scheduling" : "",
         opt.cost ? "from the calibration profile" : "defaults"));
   }
