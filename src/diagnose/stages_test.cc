@@ -37,6 +37,18 @@ Span MakeSpan(int i, double arrival_s, double ttft_s, std::string tenant = "acme
   return s;
 }
 
+// The windows of `in` (ValidateInput, then ComputeWindows), for the stages after them.
+Windows WindowsOf(const DiagnosisInput& in) {
+  auto shape = ValidateInput(in);
+  EXPECT_TRUE(shape.ok()) << shape.status().ToString();
+  if (!shape.ok()) return {};
+  Workspace ws(in, *shape);
+  std::vector<std::string> notes;
+  auto w = ComputeWindows(in, *shape, ws, notes);
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  return w.ok() ? *std::move(w) : Windows{};
+}
+
 // --- Validation ---------------------------------------------------------------
 
 TEST(ValidateInput, RejectsEmptyOverlappingAndMissingWindows) {
@@ -86,14 +98,9 @@ TEST(EstimateMagnitude, AnUnknownModelLabelInTheSpansIsANoteAndTheDefaultPricesI
   DiagnosisInput in;
   in.baseline = {&t, 0, 100};
   in.incident = {&t, 100, 200};
-  auto shape = ValidateInput(in);
-  ASSERT_TRUE(shape.ok());
-  Workspace ws(in, *shape);
+  const Windows w = WindowsOf(in);
   std::vector<std::string> notes;
-  auto w = ComputeWindows(in, *shape, ws, notes);
-  ASSERT_TRUE(w.ok());
-  notes.clear();
-  const Magnitude m = EstimateMagnitude(in, w->rows_a, w->rows_b, notes);
+  const Magnitude m = EstimateMagnitude(in, w.rows_a, w.rows_b, notes);
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_THAT(notes[0], HasSubstr("the spans' model label \"my-finetune\" is unknown"));
   EXPECT_THAT(notes[0], HasSubstr("priced the requests as the default llama-3.3-70b"));
@@ -102,7 +109,7 @@ TEST(EstimateMagnitude, AnUnknownModelLabelInTheSpansIsANoteAndTheDefaultPricesI
   // An explicit preset is used as given, without a note.
   in.options.model = "llama-3.1-8b";
   notes.clear();
-  const Magnitude given = EstimateMagnitude(in, w->rows_a, w->rows_b, notes);
+  const Magnitude given = EstimateMagnitude(in, w.rows_a, w.rows_b, notes);
   EXPECT_TRUE(notes.empty()) << notes.front();
   EXPECT_THAT(given.cost_model, HasSubstr("llama-3.1-8b"));
 }
@@ -121,15 +128,10 @@ TEST(EstimateMagnitude, AWindowShorterThanItsRequestsIsNotAMeasureOfLoad) {
   DiagnosisInput in;
   in.baseline = {&t, 10, 10.000000000001};
   in.incident = {&t, 60, 60.00000000001};
-  auto shape = ValidateInput(in);
-  ASSERT_TRUE(shape.ok());
-  Workspace ws(in, *shape);
+  const Windows w = WindowsOf(in);
+  ASSERT_EQ(w.rows_a.size(), 200u);
   std::vector<std::string> notes;
-  auto w = ComputeWindows(in, *shape, ws, notes);
-  ASSERT_TRUE(w.ok());
-  ASSERT_EQ(w->rows_a.size(), 200u);
-  notes.clear();
-  const Magnitude m = EstimateMagnitude(in, w->rows_a, w->rows_b, notes);
+  const Magnitude m = EstimateMagnitude(in, w.rows_a, w.rows_b, notes);
   EXPECT_FALSE(m.available);
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_THAT(notes[0], HasSubstr("the baseline window (1e-12 s) is shorter than its requests' "
