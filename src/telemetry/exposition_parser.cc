@@ -34,6 +34,10 @@ bool IsNameStart(char c) {
 }
 bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
 
+// Whether a sample can be a count of events (a counter, a bucket, a _count): finite
+// and >= 0, so not NaN.
+bool IsCount(double v) { return v >= 0 && !std::isinf(v); }
+
 // Parses a Go/Python float: NaN, +Inf, -Inf, Inf, or a decimal / exponent number.
 bool ParsePromFloat(std::string_view s, double& out) {
   if (s == "NaN" || s == "nan") {
@@ -408,7 +412,7 @@ Result<MetricSnapshot> ParseExposition(std::string_view text, const ExpositionPa
     // OpenMetrics 1.0, Counter: a Total is non-NaN and non-decreasing from 0. A
     // negative, infinite or NaN one is no count; kept, it would turn the window's
     // increase and every rate over it into NaN or Inf.
-    if (t == MetricType::kCounter && (!(s.value >= 0) || std::isinf(s.value))) {
+    if (t == MetricType::kCounter && !IsCount(s.value)) {
       TTFT_RETURN_IF_ERROR(bad(s.line, "bad value",
                                fmt::format("{}: a counter is negative, infinite or NaN", s.name)));
       continue;
@@ -451,10 +455,9 @@ Result<MetricSnapshot> ParseExposition(std::string_view text, const ExpositionPa
                                              f.name)));
         continue;
       }
-      const auto bad_count = [](double c) { return !(c >= 0) || std::isinf(c); };
-      if ((!std::isnan(hb.count) && bad_count(hb.count)) ||
+      if ((!std::isnan(hb.count) && !IsCount(hb.count)) ||
           std::any_of(hb.buckets.begin(), hb.buckets.end(),
-                      [&](const auto& b) { return bad_count(b.second); })) {
+                      [](const auto& b) { return !IsCount(b.second); })) {
         TTFT_RETURN_IF_ERROR(bad(hb.line, "bad value",
                                  fmt::format("{}: a bucket count or _count is negative, infinite "
                                              "or NaN",
