@@ -277,9 +277,9 @@ Magnitude EstimateMagnitude(const DiagnosisInput& in, const std::vector<uint32_t
        {std::tuple{"baseline", la, e2e_a}, {"incident", lb, e2e_b}}) {
     if (e2e > len) {
       notes.push_back(fmt::format(
-          "magnitude not estimated: the {} window ({}) is shorter than its requests' mean "
+          "magnitude not estimated: the {} window ({:.3g} s) is shorter than its requests' mean "
           "end-to-end time ({}), so rates and utilisation over it do not measure the load",
-          name, fmt::format("{:.3g} s", len), Secs(e2e)));
+          name, len, Secs(e2e)));
       return m;
     }
   }
