@@ -168,10 +168,12 @@ class CostModel {
   // Seconds for one engine step. REQUIRES: shape.seqs > 0.
   double StepTime(const StepShape& shape) const;
 
-  // Adds one sequence's contribution to `shape`: `new_tokens` computed after
-  // `context_tokens` already in the KV cache; `samples` when it emits a token.
+  // Adds the contribution of `copies` alike sequences (one by default) to `shape`:
+  // each computes `new_tokens` after `context_tokens` already in the KV cache, and
+  // `samples` when it emits a token. O(1) in `copies`; the same shape as `copies`
+  // calls while the sums stay below 2^53. REQUIRES: copies >= 0.
   static void AddSequence(StepShape& shape, int64_t context_tokens, int64_t new_tokens,
-                          bool samples);
+                          bool samples, int64_t copies = 1);
 
   // A lone prefill of `uncached` tokens after `cached` cached ones, in one step.
   double PrefillTime(int64_t uncached, int64_t cached) const;

@@ -35,15 +35,16 @@ CostModel::CostModel(HardwareConfig hw, CostParams params) : hw_(std::move(hw)),
 }
 
 void CostModel::AddSequence(StepShape& shape, int64_t context_tokens, int64_t new_tokens,
-                            bool samples) {
-  shape.tokens += new_tokens;
+                            bool samples, int64_t copies) {
+  shape.tokens += copies * new_tokens;
   // Causal attention: query j (0-based) of the chunk sees context + j + 1 keys.
   const double n = static_cast<double>(new_tokens);
-  shape.attention_pairs += n * static_cast<double>(context_tokens) + n * (n + 1) / 2;
-  shape.kv_tokens_read += context_tokens + new_tokens;
-  shape.logit_seqs += samples ? 1 : 0;
-  shape.seqs += 1;
-  shape.prefill_seqs += new_tokens > 1 ? 1 : 0;
+  shape.attention_pairs +=
+      static_cast<double>(copies) * (n * static_cast<double>(context_tokens) + n * (n + 1) / 2);
+  shape.kv_tokens_read += copies * (context_tokens + new_tokens);
+  shape.logit_seqs += samples ? copies : 0;
+  shape.seqs += copies;
+  shape.prefill_seqs += new_tokens > 1 ? copies : 0;
 }
 
 double CostModel::StepFlops(const StepShape& s) const {
@@ -96,16 +97,11 @@ double CostModel::PrefillTime(int64_t uncached, int64_t cached) const {
 }
 
 double CostModel::DecodeStepTime(int64_t batch, int64_t context) const {
-  // `batch` times AddSequence(s, context, 1, true), in closed form: the diagnosis prices
-  // Little's-law batches, which a window far shorter than its requests makes huge (a
-  // loop over them hung `ttft diagnose`). Exact: the sums are integers below 2^53.
-  const int64_t b = std::max<int64_t>(batch, 0);
+  // All `batch` sequences in one AddSequence: the diagnosis prices Little's-law
+  // batches, which a window far shorter than its requests makes huge (a loop over
+  // them hung `ttft diagnose`).
   StepShape s;
-  s.tokens = b;
-  s.attention_pairs = static_cast<double>(b) * (static_cast<double>(context) + 1);
-  s.kv_tokens_read = b * (context + 1);
-  s.logit_seqs = b;
-  s.seqs = b;
+  AddSequence(s, context, 1, true, std::max<int64_t>(batch, 0));
   return StepTime(s);
 }
 

@@ -55,9 +55,9 @@ TEST(CostModel, DecodeIsWeightBandwidthBound) {
   EXPECT_GT(cm.DecodeStepTime(64, 1000), cm.DecodeStepTime(8, 1000));
 }
 
-// DecodeStepTime is `batch` decoding sequences added one by one, in closed form: the
-// same figure, and a batch of 2^40 (a diagnosis window far shorter than its requests)
-// costs no more to price than one of 1.
+// DecodeStepTime is `batch` decoding sequences added one by one, in one AddSequence of
+// `batch` copies: the same figure, and a batch of 2^40 (a diagnosis window far shorter
+// than its requests) costs no more to price than one of 1.
 TEST(CostModel, DecodeStepTimeIsTheSumOfItsSequencesInConstantTime) {
   CostModel cm = SeedModel();
   for (int64_t batch : {1, 7, 300}) {
@@ -67,6 +67,16 @@ TEST(CostModel, DecodeStepTimeIsTheSumOfItsSequencesInConstantTime) {
       EXPECT_EQ(cm.DecodeStepTime(batch, ctx), cm.StepTime(s)) << batch << " " << ctx;
     }
   }
+  // A prefill chunk too: `copies` alike sequences are that many calls.
+  StepShape one_by_one, at_once;
+  for (int i = 0; i < 5; ++i) CostModel::AddSequence(one_by_one, 1000, 512, false);
+  CostModel::AddSequence(at_once, 1000, 512, false, 5);
+  EXPECT_EQ(at_once.tokens, one_by_one.tokens);
+  EXPECT_EQ(at_once.attention_pairs, one_by_one.attention_pairs);
+  EXPECT_EQ(at_once.kv_tokens_read, one_by_one.kv_tokens_read);
+  EXPECT_EQ(at_once.logit_seqs, one_by_one.logit_seqs);
+  EXPECT_EQ(at_once.seqs, one_by_one.seqs);
+  EXPECT_EQ(at_once.prefill_seqs, one_by_one.prefill_seqs);
   const double huge = cm.DecodeStepTime(int64_t{1} << 40, 1000);
   EXPECT_TRUE(std::isfinite(huge));
   EXPECT_GT(huge, cm.DecodeStepTime(int64_t{1} << 20, 1000));
