@@ -13,6 +13,7 @@
 //   using ttft::numfmt::Secs;
 //   Secs(0.0123);  // "12 ms"
 //   Secs(2.5);     // "2.50 s"
+//   Secs(0.00042); // "0.42 ms"
 //   ttft::numfmt::X(ttft::numfmt::Ratio(0.5, 1.0));  // "x2.00"
 //
 // The second half, ttft::escape, states a string taken from data (a tenant, a replica,
@@ -41,10 +42,17 @@ inline double Ratio(double before, double after) {
   return after / before;
 }
 
-// Seconds: "12 ms" below one second, "2.50 s" from one second.
+// Seconds: "12 ms" below one second, "2.50 s" from one second; a magnitude below
+// 1 ms but not zero in two significant digits ("0.42 ms", "1e-09 ms"), so a small
+// figure never reads as "0 ms" beside a ratio that says it is not; from 1e9 s on four
+// significant digits ("2.2e+13 s"), as Fixed. A negative figure takes the unit of its
+// magnitude ("-2.50 s").
 inline std::string Secs(double v) {
   if (!std::isfinite(v)) return "n/a";
-  if (v < 1) return fmt::format("{:.0f} ms", v * 1000);
+  const double mag = std::fabs(v);
+  if (mag > 0 && mag < 1e-3) return fmt::format("{:.2g} ms", v * 1000);
+  if (mag < 0.9995) return fmt::format("{:.0f} ms", v * 1000);  // not "1000 ms"
+  if (mag >= 1e9) return fmt::format("{:.4g} s", v);
   return fmt::format("{:.2f} s", v);
 }
 // A fraction as a whole percentage ("81%") or with one decimal ("81.3%").

@@ -168,5 +168,18 @@ TEST(NumFmt, WindowsOfEpochInputsAreClockTimes) {
   EXPECT_EQ(numfmt::Fixed(999999999.5, 1), "999999999.5");
 }
 
+TEST(NumFmt, SecondsNeverShowANonZeroFigureAsZeroOrInThousands) {
+  EXPECT_EQ(numfmt::Secs(0.0123), "12 ms");
+  EXPECT_EQ(numfmt::Secs(2.5), "2.50 s");
+  EXPECT_EQ(numfmt::Secs(0), "0 ms");
+  EXPECT_EQ(numfmt::Secs(0.00042), "0.42 ms");
+  EXPECT_EQ(numfmt::Secs(1e-12), "1e-09 ms");
+  EXPECT_EQ(numfmt::Secs(0.9999), "1.00 s");  // not "1000 ms"
+  EXPECT_EQ(numfmt::Secs(-2.5), "-2.50 s");   // not "-2500 ms"
+  EXPECT_EQ(numfmt::Secs(-0.0123), "-12 ms");
+  EXPECT_EQ(numfmt::Secs(2.2e13), "2.2e+13 s");
+  EXPECT_EQ(numfmt::Secs(NAN), "n/a");
+}
+
 }  // namespace
 }  // namespace ttft
