@@ -558,9 +558,8 @@ Attribution Attribute(const ReplayWindow& before, const ReplayWindow& after,
   const char* replica_word = fleet.names.size() == 1 ? "replica" : "replicas";
   if (known == static_cast<int>(fleet.names.size())) {
     out.assumptions.push_back(
-        fmt::format("fleet: the scenario's {} {} ({}) with {} engine settings",
-                    fleet.names.size(), replica_word, regions_text,
-                    fleet.names.size() == 1 ? "its" : "their"));
+        fmt::format("fleet: the scenario's {} {} ({}) with {} engine settings", fleet.names.size(),
+                    replica_word, regions_text, fleet.names.size() == 1 ? "its" : "their"));
   } else {
     out.assumptions.push_back(fmt::format(
         "fleet: {} {} from the spans' replica and region labels ({}), each {} {} tp{} on {} "
