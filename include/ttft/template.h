@@ -184,9 +184,14 @@ struct RenderOptions {
   // StrictUndefined for output only; `is defined`, `default` and `if x` still work).
   bool strict_undefined = false;
   // Guards against runaway templates: the render fails past this many output bytes or
-  // loop iterations (macro recursion is limited to depth 64).
+  // loop iterations (macro recursion is limited to depth 64), when it builds a string
+  // longer than 2^28 bytes, or when it has built more than max_built_bytes in all: the
+  // bytes of every string it makes, sizeof(Value) per list item and four bytes per code
+  // point of a string it indexes, slices or iterates (so a loop that doubles a string
+  // or a list, or copies a large one in every iteration, stops in well under a second).
   size_t max_output_bytes = size_t{1} << 28;
   int64_t max_iterations = int64_t{1} << 24;
+  size_t max_built_bytes = size_t{1} << 30;
 };
 
 // What a render produced.

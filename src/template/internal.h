@@ -14,21 +14,54 @@
 
 namespace ttft::tmpl {
 
+// What one render may build in all: the bytes appended to its strings, plus
+// sizeof(Value) per list item and four bytes per code point indexed
+// (RenderOptions::max_built_bytes). Without it a template that doubles a string or a
+// list in a loop reaches terabytes within 40 iterations, and one that copies a large
+// string in every iteration of a long loop runs for hours.
+struct ByteBudget {
+  size_t left = 0;
+  bool exhausted = false;
+  // Takes `bytes` from the budget; false (and exhausted) when it has not that many.
+  bool Take(size_t bytes) {
+    if (exhausted || bytes > left) {
+      exhausted = true;
+      return false;
+    }
+    left -= bytes;
+    return true;
+  }
+};
+
+// The longest string a render builds (span offsets are 32-bit; the output's default
+// bound, RenderOptions::max_output_bytes, is the same).
+inline constexpr size_t kMaxStringBytes = size_t{1} << 28;
+
 // Builds a string and the tracked spans of its bytes (adjacent spans of one source merge).
+// An append that would make it longer than kMaxStringBytes, or that `budget` (when given)
+// cannot pay for, is dropped and marks the buffer overflowed(): its text is then
+// incomplete and must not be used (the renderer turns it into an error).
 class TBuf {
  public:
+  explicit TBuf(ByteBudget* budget = nullptr) : budget_(budget) {}
   void Add(std::string_view s, int32_t source);
   // Appends a string value with its spans shifted.
   void AddString(const Value& v);
   // Appends the bytes [b, e) of a string value with their spans.
   void AddSub(const Value& v, size_t b, size_t e);
   size_t size() const { return text_.size(); }
+  bool overflowed() const { return overflowed_; }
   std::string& text() { return text_; }
   std::vector<TaintSpan>& spans() { return spans_; }
+  // REQUIRES: !overflowed().
   Value Build() { return Value::TrackedString(std::move(text_), std::move(spans_)); }
 
  private:
+  // Whether `n` more bytes may be appended; marks the buffer overflowed if not.
+  bool Room(size_t n);
   void AddSpan(uint32_t b, uint32_t e, int32_t source);
+  ByteBudget* budget_;
+  bool overflowed_ = false;
   std::string text_;
   std::vector<TaintSpan> spans_;
 };
@@ -40,6 +73,8 @@ std::string PyStrRepr(std::string_view s);
 // Decodes one UTF-8 code point at s[i] (advancing i); malformed bytes decode as one
 // code point each (U+FFFD), so every byte belongs to exactly one "character".
 char32_t NextCodePoint(std::string_view s, size_t& i);
+// The number of code points of s, as CodePointOffsets(s).size() - 1, without allocating.
+size_t CodePointCount(std::string_view s);
 // Byte offsets of the code points of s, plus s.size() at the end.
 std::vector<uint32_t> CodePointOffsets(std::string_view s);
 // Python str.isspace() for a code point.

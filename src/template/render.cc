@@ -128,10 +128,11 @@ class Renderer {
   Renderer(const Template::Impl& impl, const Value& globals, const RenderOptions& opt)
       : impl_(impl), globals_(globals), opt_(opt) {
     frames_.emplace_back();
+    budget_.left = opt.max_built_bytes;
   }
 
   Result<RenderResult> Run() {
-    TBuf out;
+    TBuf out(&budget_);
     out_ = &out;
     TTFT_RETURN_IF_ERROR(ExecBody(impl_.body));
     RenderResult r;
@@ -155,6 +156,32 @@ class Renderer {
     return Error(p, v.undefined_name().find(' ') == std::string::npos
                         ? fmt::format("'{}' is undefined", v.undefined_name())
                         : v.undefined_name());
+  }
+
+  // ---- the render's budget (ByteBudget) ----------------------------------------------
+  Status BudgetError(const SourcePos& p) const {
+    return Error(p, fmt::format("the template built more than {} bytes of strings and lists "
+                                "(RenderOptions::max_built_bytes): a runaway loop?",
+                                opt_.max_built_bytes));
+  }
+  Status Charge(size_t bytes, const SourcePos& p) {
+    return budget_.Take(bytes) ? Status::Ok() : BudgetError(p);
+  }
+  Status ChargeItems(size_t n, const SourcePos& p) {
+    return n > opt_.max_built_bytes / sizeof(Value) ? BudgetError(p) : Charge(n * sizeof(Value), p);
+  }
+  // The string `b` built; an error when it overflowed (too long, or the budget spent).
+  Result<Value> Built(TBuf& b, const SourcePos& p) const {
+    if (b.overflowed()) {
+      if (budget_.exhausted) return BudgetError(p);
+      return Error(p, fmt::format("a string longer than {} bytes", kMaxStringBytes));
+    }
+    return b.Build();
+  }
+  // CodePointOffsets(s), charged to the budget (four bytes per code point).
+  Result<std::vector<uint32_t>> Offsets(const std::string& s, const SourcePos& p) {
+    TTFT_RETURN_IF_ERROR(Charge(4 * (s.size() + 1), p));
+    return CodePointOffsets(s);
   }
 
   // Python's ints are unbounded; templates are rendered with 64-bit ints, and a result
@@ -227,6 +254,7 @@ class Renderer {
     if (out_->spans().size() != nspans || (!out_->spans().empty() && v.FirstSource() >= 0)) {
       if (depth_ == 0) emits_.emplace_back(begin, pos);
     }
+    if (out_->overflowed()) return Built(*out_, pos).status();
     if (out_->size() > opt_.max_output_bytes) {
       return Error(pos, fmt::format("output larger than {} bytes", opt_.max_output_bytes));
     }
@@ -269,7 +297,7 @@ class Renderer {
         return Status::Ok();
       }
       case Stmt::Kind::kSetBlock: {
-        TBuf buf;
+        TBuf buf(&budget_);
         TBuf* saved = out_;
         out_ = &buf;
         ++depth_;
@@ -277,7 +305,8 @@ class Renderer {
         --depth_;
         out_ = saved;
         TTFT_RETURN_IF_ERROR(st);
-        Assign(frames_.back(), s.targets[0], buf.Build());
+        TTFT_ASSIGN_OR_RETURN(Value v, Built(buf, s.pos));
+        Assign(frames_.back(), s.targets[0], std::move(v));
         return Status::Ok();
       }
       case Stmt::Kind::kMacro: {
@@ -298,9 +327,12 @@ class Renderer {
   Result<std::vector<Value>> Iterate(const Value& v, const SourcePos& pos) {
     switch (v.kind()) {
       case Value::Kind::kUndefined: return std::vector<Value>{};
-      case Value::Kind::kList: return v.list();
+      case Value::Kind::kList:
+        TTFT_RETURN_IF_ERROR(ChargeItems(v.list().size(), pos));
+        return v.list();
       case Value::Kind::kDict: {
         if (v.is_namespace()) break;
+        TTFT_RETURN_IF_ERROR(ChargeItems(v.items().size(), pos));
         std::vector<Value> keys;
         for (const auto& [k, e] : v.items()) {
           keys.push_back(v.source() >= 0 ? Value(k).Tagged(v.source()) : Value(k));
@@ -309,11 +341,13 @@ class Renderer {
       }
       case Value::Kind::kString: {
         std::vector<Value> chars;
-        const std::vector<uint32_t> off = CodePointOffsets(v.str());
+        TTFT_ASSIGN_OR_RETURN(const std::vector<uint32_t> off, Offsets(v.str(), pos));
+        TTFT_RETURN_IF_ERROR(ChargeItems(off.size() - 1, pos));
         for (size_t i = 0; i + 1 < off.size(); ++i) {
-          TBuf b;
+          TBuf b(&budget_);
           b.AddSub(v, off[i], off[i + 1]);
-          chars.push_back(b.Build());
+          TTFT_ASSIGN_OR_RETURN(Value c, Built(b, pos));
+          chars.push_back(std::move(c));
         }
         return chars;
       }
@@ -431,14 +465,14 @@ class Renderer {
           fmt::format("{} object has no element {}", TypeName(obj), key.as_int()));
     }
     if (obj.is_string() && IsIntLike(key)) {
-      const std::vector<uint32_t> off = CodePointOffsets(obj.str());
+      TTFT_ASSIGN_OR_RETURN(const std::vector<uint32_t> off, Offsets(obj.str(), pos));
       int64_t i = key.as_int();
       const auto n = static_cast<int64_t>(off.size()) - 1;
       if (i < 0) i += n;
       if (i >= 0 && i < n) {
-        TBuf b;
+        TBuf b(&budget_);
         b.AddSub(obj, off[static_cast<size_t>(i)], off[static_cast<size_t>(i) + 1]);
-        return b.Build();
+        return Built(b, pos);
       }
       return Value::Undefined(fmt::format("str object has no element {}", key.as_int()));
     }
@@ -468,12 +502,12 @@ class Renderer {
       return Value::List(std::move(out), obj.is_tuple());
     }
     if (obj.is_string()) {
-      const std::vector<uint32_t> off = CodePointOffsets(obj.str());
-      TBuf out;
+      TTFT_ASSIGN_OR_RETURN(const std::vector<uint32_t> off, Offsets(obj.str(), pos));
+      TBuf out(&budget_);
       for (size_t i : SliceIndices(static_cast<int64_t>(off.size()) - 1, a, b, c)) {
         out.AddSub(obj, off[i], off[i + 1]);
       }
-      return out.Build();
+      return Built(out, pos);
     }
     if (obj.is_undefined()) return UndefinedError(pos, obj);
     return Error(pos, fmt::format("'{}' object is not subscriptable", TypeName(obj)));
@@ -563,6 +597,7 @@ class Renderer {
       }
       case Expr::Kind::kList:
       case Expr::Kind::kTuple: {
+        TTFT_RETURN_IF_ERROR(ChargeItems(e.args.size(), e.pos));
         std::vector<Value> items;
         for (const auto& a : e.args) {
           TTFT_ASSIGN_OR_RETURN(Value x, Eval(*a));
@@ -591,7 +626,7 @@ class Renderer {
   Result<Value> Binary(const std::string& op, const Value& a, const Value& b,
                        const SourcePos& pos) {
     if (op == "~") {
-      TBuf out;
+      TBuf out(&budget_);
       for (const Value* v : {&a, &b}) {
         if (v->is_string()) {
           out.AddString(*v);
@@ -599,7 +634,7 @@ class Renderer {
           out.Add(v->ToPython(), v->FirstSource());
         }
       }
-      return out.Build();
+      return Built(out, pos);
     }
     if (a.is_undefined()) return UndefinedError(pos, a);
     if (b.is_undefined()) return UndefinedError(pos, b);
@@ -611,12 +646,13 @@ class Renderer {
     };
     if (op == "+") {
       if (a.is_string() && b.is_string()) {
-        TBuf out;
+        TBuf out(&budget_);
         out.AddString(a);
         out.AddString(b);
-        return out.Build();
+        return Built(out, pos);
       }
       if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+        TTFT_RETURN_IF_ERROR(ChargeItems(a.list().size() + b.list().size(), pos));
         std::vector<Value> items = a.list();
         items.insert(items.end(), b.list().begin(), b.list().end());
         return Value::List(std::move(items), a.is_tuple());
@@ -637,10 +673,14 @@ class Renderer {
     }
     if (op == "*" && ((a.is_string() && IsIntLike(b)) || (IsIntLike(a) && b.is_string()))) {
       const Value& s = a.is_string() ? a : b;
-      const int64_t k = std::min<int64_t>((a.is_string() ? b : a).as_int(), 1 << 20);
-      TBuf out;
-      for (int64_t i = 0; i < k; ++i) out.AddString(s);
-      return out.Build();
+      const int64_t k = (a.is_string() ? b : a).as_int();
+      TBuf out(&budget_);
+      if (k > 0 && !s.str().empty() &&
+          static_cast<uint64_t>(k) > kMaxStringBytes / s.str().size()) {
+        return Error(pos, fmt::format("a string longer than {} bytes", kMaxStringBytes));
+      }
+      for (int64_t i = 0; i < k && !out.overflowed() && !s.str().empty(); ++i) out.AddString(s);
+      return Built(out, pos);
     }
     if (op == "%" && a.is_string()) return PercentFormat(a, b, pos);
     if (!na || !nb) return type_error();
@@ -697,7 +737,7 @@ class Renderer {
   Result<Value> PercentFormat(const Value& fmt_v, const Value& args, const SourcePos& pos) {
     std::vector<Value> list = args.is_tuple() ? args.list() : std::vector<Value>{args};
     size_t next = 0;
-    TBuf out;
+    TBuf out(&budget_);
     const std::string& f = fmt_v.str();
     for (size_t i = 0; i < f.size(); ++i) {
       if (f[i] != '%') {
@@ -753,7 +793,7 @@ class Renderer {
     if (next < list.size()) {
       return Error(pos, "not all arguments converted during string formatting");
     }
-    return out.Build();
+    return Built(out, pos);
   }
 
   Result<bool> Contains(const Value& container, const Value& item, const SourcePos& pos) {
@@ -909,6 +949,7 @@ class Renderer {
         std::vector<Value> out;
         for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
           if (out.size() > (1u << 20)) return Error(e.pos, "range(): more than 2^20 items");
+          TTFT_RETURN_IF_ERROR(ChargeItems(1, e.pos));
           out.emplace_back(i);
           if (__builtin_add_overflow(i, step, &i)) break;  // past stop either way
         }
@@ -953,7 +994,7 @@ class Renderer {
     const bool saved_break = break_, saved_continue = continue_;
     frames_.push_back(std::move(f));
     base_ = frames_.size() - 1;
-    TBuf buf;
+    TBuf buf(&budget_);
     out_ = &buf;
     ++depth_;
     Status st = ExecBody(m.body);
@@ -964,17 +1005,18 @@ class Renderer {
     break_ = saved_break;
     continue_ = saved_continue;
     TTFT_RETURN_IF_ERROR(st);
-    return buf.Build();
+    return Built(buf, pos);
   }
 
   Result<Value> CallMethod(const Value& self, const std::string& name, const Args& args,
                            const SourcePos& pos) {
     if (self.is_dict()) {
       if (name == "items") {
-        return ItemsOf(self);
+        return ItemsOf(self, pos);
       }
       std::vector<Value> out;
       if (name == "keys" || name == "values") {
+        TTFT_RETURN_IF_ERROR(ChargeItems(self.items().size(), pos));
         for (const auto& [k, v] : self.items()) {
           if (name == "keys") {
             out.push_back(self.source() >= 0 ? Value(k).Tagged(self.source()) : Value(k));
@@ -998,10 +1040,10 @@ class Renderer {
         return i < args.pos.size() && args.pos[i].is_string() ? &args.pos[i] : nullptr;
       };
       if (name == "strip" || name == "lstrip" || name == "rstrip") {
-        return Strip(self, name != "rstrip", name != "lstrip", strarg(0));
+        return Strip(self, name != "rstrip", name != "lstrip", strarg(0), pos);
       }
-      if (name == "lower" || name == "upper") return CaseMap(self, name == "upper");
-      if (name == "title" || name == "capitalize") return TitleCase(self, name == "title");
+      if (name == "lower" || name == "upper") return CaseMap(self, name == "upper", pos);
+      if (name == "title" || name == "capitalize") return TitleCase(self, name == "title", pos);
       if (name == "startswith" || name == "endswith") {
         std::vector<Value> cands;
         if (!args.pos.empty() && args.pos[0].is_list()) {
@@ -1022,7 +1064,7 @@ class Renderer {
       }
       if (name == "replace") {
         if (!strarg(0) || !strarg(1)) return Error(pos, "replace(old, new): str arguments");
-        return Replace(self, args.pos[0].str(), args.pos[1].str());
+        return Replace(self, args.pos[0].str(), args.pos[1].str(), pos);
       }
       if (name == "split") {
         std::vector<Value> out;
@@ -1034,9 +1076,11 @@ class Renderer {
             size_t j = i;
             while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
             if (j > i) {
-              TBuf b;
+              TTFT_RETURN_IF_ERROR(ChargeItems(1, pos));
+              TBuf b(&budget_);
               b.AddSub(self, i, j);
-              out.push_back(b.Build());
+              TTFT_ASSIGN_OR_RETURN(Value part, Built(b, pos));
+              out.push_back(std::move(part));
             }
             i = j;
           }
@@ -1045,9 +1089,11 @@ class Renderer {
           size_t i = 0;
           while (true) {
             const size_t j = s.find(sep->str(), i);
-            TBuf b;
+            TTFT_RETURN_IF_ERROR(ChargeItems(1, pos));
+            TBuf b(&budget_);
             b.AddSub(self, i, j == std::string::npos ? s.size() : j);
-            out.push_back(b.Build());
+            TTFT_ASSIGN_OR_RETURN(Value part, Built(b, pos));
+            out.push_back(std::move(part));
             if (j == std::string::npos) break;
             i = j + sep->str().size();
           }
@@ -1058,7 +1104,8 @@ class Renderer {
     return Error(pos, fmt::format("'{}' object has no method '{}'", TypeName(self), name));
   }
 
-  static Value ItemsOf(const Value& d) {
+  Result<Value> ItemsOf(const Value& d, const SourcePos& pos) {
+    TTFT_RETURN_IF_ERROR(ChargeItems(d.items().size(), pos));
     std::vector<Value> out;
     for (const auto& [k, v] : d.items()) {
       Value key = d.source() >= 0 ? Value(k).Tagged(d.source()) : Value(k);
@@ -1067,9 +1114,10 @@ class Renderer {
     return Value::List(std::move(out));
   }
 
-  static Value Strip(const Value& v, bool left, bool right, const Value* chars) {
+  Result<Value> Strip(const Value& v, bool left, bool right, const Value* chars,
+                      const SourcePos& pos) {
     const std::string& s = v.str();
-    const std::vector<uint32_t> off = CodePointOffsets(s);
+    TTFT_ASSIGN_OR_RETURN(const std::vector<uint32_t> off, Offsets(s, pos));
     auto strip_cp = [&](size_t idx) {
       size_t p = off[idx];
       const char32_t c = NextCodePoint(s, p);
@@ -1087,11 +1135,12 @@ class Renderer {
     if (right) {
       while (e > b && strip_cp(e - 1)) --e;
     }
-    TBuf out;
+    TBuf out(&budget_);
     out.AddSub(v, off[b], off[e]);
-    return out.Build();
+    return Built(out, pos);
   }
-  static Value CaseMap(const Value& v, bool upper) {
+  Result<Value> CaseMap(const Value& v, bool upper, const SourcePos& pos) {
+    TTFT_RETURN_IF_ERROR(Charge(v.str().size(), pos));
     std::string s = v.str();
     for (char& c : s) {
       c = static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(c))
@@ -1099,7 +1148,8 @@ class Renderer {
     }
     return Value::TrackedString(std::move(s), v.spans());
   }
-  static Value TitleCase(const Value& v, bool title) {
+  Result<Value> TitleCase(const Value& v, bool title, const SourcePos& pos) {
+    TTFT_RETURN_IF_ERROR(Charge(v.str().size(), pos));
     std::string s = v.str();
     bool start = true;
     for (char& c : s) {
@@ -1116,22 +1166,23 @@ class Renderer {
     }
     return Value::TrackedString(std::move(s), v.spans());
   }
-  static Value Replace(const Value& v, const std::string& from, const std::string& to) {
+  Result<Value> Replace(const Value& v, const std::string& from, const std::string& to,
+                        const SourcePos& pos) {
     const std::string& s = v.str();
-    TBuf out;
+    TBuf out(&budget_);
     const int32_t src = v.FirstSource();
     size_t i = 0;
     if (from.empty()) {
       out.Add(to, src);
-      for (size_t p = 0; p < s.size();) {
+      for (size_t p = 0; p < s.size() && !out.overflowed();) {
         const size_t q = p;
         NextCodePoint(s, p);
         out.AddSub(v, q, p);
         out.Add(to, src);
       }
-      return out.Build();
+      return Built(out, pos);
     }
-    while (true) {
+    while (!out.overflowed()) {
       const size_t j = s.find(from, i);
       if (j == std::string::npos) break;
       out.AddSub(v, i, j);
@@ -1139,7 +1190,7 @@ class Renderer {
       i = j + from.size();
     }
     out.AddSub(v, i, s.size());
-    return out.Build();
+    return Built(out, pos);
   }
 
   // ---- filters -----------------------------------------------------------------------
@@ -1200,18 +1251,18 @@ class Renderer {
       }
       auto r = ToJson(v, indent);
       if (!r.ok()) return Error(pos, r.status().message());
+      TTFT_RETURN_IF_ERROR(Charge(r->str().size(), pos));
       return r;
     }
     if (name == "trim") {
       TTFT_ASSIGN_OR_RETURN(Value s, ToStr(v));
       const Value* chars = args.Get(0, "chars");
-      return Strip(s, true, true, chars && chars->is_string() ? chars : nullptr);
+      return Strip(s, true, true, chars && chars->is_string() ? chars : nullptr, pos);
     }
     if (name == "length" || name == "count") {
       switch (v.kind()) {
         case Value::Kind::kUndefined: return Value(0);
-        case Value::Kind::kString:
-          return Value(static_cast<int64_t>(CodePointOffsets(v.str()).size() - 1));
+        case Value::Kind::kString: return Value(static_cast<int64_t>(CodePointCount(v.str())));
         case Value::Kind::kList: return Value(static_cast<int64_t>(v.list().size()));
         case Value::Kind::kDict: return Value(static_cast<int64_t>(v.items().size()));
         default: return Error(pos, fmt::format("object of type '{}' has no len()", TypeName(v)));
@@ -1219,11 +1270,11 @@ class Renderer {
     }
     if (name == "upper" || name == "lower") {
       TTFT_ASSIGN_OR_RETURN(Value s, ToStr(v));
-      return CaseMap(s, name == "upper");
+      return CaseMap(s, name == "upper", pos);
     }
     if (name == "capitalize" || name == "title") {
       TTFT_ASSIGN_OR_RETURN(Value s, ToStr(v));
-      return TitleCase(s, name == "title");
+      return TitleCase(s, name == "title", pos);
     }
     if (name == "first" || name == "last") {
       if (v.is_undefined()) return UndefinedError(pos, v);
@@ -1243,9 +1294,10 @@ class Renderer {
       const Value* sep = args.Get(0, "d");
       const Value* attr = args.Get(1, "attribute");
       TTFT_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v, pos));
-      TBuf out;
+      TBuf out(&budget_);
       bool first = true;
       for (Value& it : items) {
+        if (out.overflowed()) break;
         if (attr) {
           TTFT_ASSIGN_OR_RETURN(it, AttrPath(it, *attr, pos));
         }
@@ -1260,7 +1312,7 @@ class Renderer {
         TTFT_ASSIGN_OR_RETURN(Value s, ToStr(it));
         out.AddString(s);
       }
-      return out.Build();
+      return Built(out, pos);
     }
     if (name == "items") {
       if (v.is_undefined()) return Value::List();
@@ -1268,7 +1320,7 @@ class Renderer {
         return Error(
             pos, fmt::format("items: can only get item pairs from a mapping, not {}", TypeName(v)));
       }
-      return ItemsOf(v);
+      return ItemsOf(v, pos);
     }
     if (name == "string") return ToStr(v);
     if (name == "safe") return v;
@@ -1329,10 +1381,10 @@ class Renderer {
     }
     if (name == "reverse") {
       if (v.is_string()) {
-        const std::vector<uint32_t> off = CodePointOffsets(v.str());
-        TBuf out;
+        TTFT_ASSIGN_OR_RETURN(const std::vector<uint32_t> off, Offsets(v.str(), pos));
+        TBuf out(&budget_);
         for (size_t i = off.size() - 1; i-- > 0;) out.AddSub(v, off[i], off[i + 1]);
-        return out.Build();
+        return Built(out, pos);
       }
       TTFT_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v, pos));
       std::reverse(items.begin(), items.end());
@@ -1343,7 +1395,7 @@ class Renderer {
       if (args.pos.size() < 2 || !args.pos[0].is_string() || !args.pos[1].is_string()) {
         return Error(pos, "replace(old, new): str arguments");
       }
-      return Replace(s, args.pos[0].str(), args.pos[1].str());
+      return Replace(s, args.pos[0].str(), args.pos[1].str(), pos);
     }
     if (name == "abs") {
       if (IsIntLike(v)) {
@@ -1382,7 +1434,9 @@ class Renderer {
           TTFT_ASSIGN_OR_RETURN(k, AttrPath(it, *attr, pos));
         }
         const Value* cs = args.Kw("case_sensitive");
-        if (k.is_string() && !(cs && cs->Truthy())) k = CaseMap(k, false);
+        if (k.is_string() && !(cs && cs->Truthy())) {
+          TTFT_ASSIGN_OR_RETURN(k, CaseMap(k, false, pos));
+        }
         keyed.emplace_back(std::move(k), std::move(it));
       }
       std::vector<Value> out;
@@ -1577,6 +1631,7 @@ class Renderer {
   TBuf* out_ = nullptr;
   int depth_ = 0;
   int64_t iterations_ = 0;
+  ByteBudget budget_;
   bool break_ = false;
   bool continue_ = false;
   std::vector<std::pair<uint32_t, SourcePos>> emits_;

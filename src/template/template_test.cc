@@ -196,5 +196,53 @@ TEST(TemplateTest, NamespaceCyclesAreErrors) {
   EXPECT_EQ(Render("{% set a = namespace(v=1) %}{% set b = namespace(x=a) %}{{ b.x.v }}"), "1");
 }
 
+// What a render may build is bounded (RenderOptions): a loop that doubles a string or a
+// list, or copies a large string in every iteration, is an error in well under a second
+// instead of terabytes of memory or hours; and a repetition is exact or an error, never
+// silently shortened (it was cut at 2^20 copies).
+TEST(TemplateTest, RunawayBuildingIsAnErrorAndRepetitionIsExact) {
+  EXPECT_EQ(Render("{{ ('x' * 2000000) | length }}"), "2000000");
+  EXPECT_EQ(Render("{{ 'ab' * 3 }}|{{ 2 * 'c' }}|{{ 'ab' * 0 }}|{{ 'ab' * -2 }}|{{ '' * 10**15 }}"),
+            "ababab|cc|||");
+  EXPECT_NE(RenderError("{{ 'xy' * 10**15 }}").find("a string longer than 268435456 bytes"),
+            std::string::npos);
+
+  RenderOptions small;
+  small.max_built_bytes = size_t{1} << 20;
+  auto error_with = [&](std::string_view tmpl) {
+    auto t = Template::Parse(tmpl, "t");
+    if (!t.ok()) return t.status().message();
+    auto r = t->Render(Value::Dict(), small);
+    return r.ok() ? std::string() : r.status().message();
+  };
+  const char* kRunaways[] = {
+      // A string doubled 40 times: a terabyte.
+      "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+      "{% endfor %}{{ ns.s | length }}",
+      // A list doubled 40 times.
+      "{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}"
+      "{% endfor %}{{ ns.l | length }}",
+      // A list appended to item by item: quadratic copying.
+      "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = ns.l + [i] %}"
+      "{% endfor %}",
+      // A large string copied in every iteration.
+      "{% set big = 'x' * 100000 %}{% for i in range(100000) %}{% set c = big | upper %}"
+      "{% endfor %}",
+      // A large list walked by a filter in every iteration.
+      "{% set l = range(10000) | list %}{% for i in range(10000) %}{{ l | first }}{% endfor %}",
+      // Joined with a large separator.
+      "{% set s = 'ab' * 10000 %}{{ range(1000) | join(s) }}",
+  };
+  for (const char* tmpl : kRunaways) {
+    const std::string error = error_with(tmpl);
+    EXPECT_NE(error.find("max_built_bytes"), std::string::npos) << tmpl << ": " << error;
+    EXPECT_EQ(error.rfind("t:1:", 0), 0u) << error;  // names the template, line and column
+  }
+  // A template that builds a little at a time stays within the budget.
+  EXPECT_EQ(error_with("{% set ns = namespace(s='') %}{% for i in range(100) %}"
+                       "{% set ns.s = ns.s ~ 'hello ' %}{% endfor %}{{ ns.s | length }}"),
+            "");
+}
+
 }  // namespace
 }  // namespace ttft

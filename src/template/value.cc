@@ -357,6 +357,9 @@ Status JsonInto(const Value& v, int indent, int depth, int32_t inherited, TBuf& 
 Result<Value> ToJson(const Value& v, int indent) {
   TBuf out;
   TTFT_RETURN_IF_ERROR(JsonInto(v, indent, 0, -1, out));
+  if (out.overflowed()) {
+    return Status::Invalid(fmt::format("tojson: longer than {} bytes", tmpl::kMaxStringBytes));
+  }
   return out.Build();
 }
 
@@ -371,7 +374,17 @@ void TBuf::AddSpan(uint32_t b, uint32_t e, int32_t source) {
   }
 }
 
+bool TBuf::Room(size_t n) {
+  if (overflowed_ || n > kMaxStringBytes - text_.size() ||
+      (budget_ != nullptr && !budget_->Take(n))) {
+    overflowed_ = true;
+    return false;
+  }
+  return true;
+}
+
 void TBuf::Add(std::string_view s, int32_t source) {
+  if (!Room(s.size())) return;
   const auto b = static_cast<uint32_t>(text_.size());
   text_.append(s);
   AddSpan(b, static_cast<uint32_t>(text_.size()), source);
@@ -380,6 +393,7 @@ void TBuf::Add(std::string_view s, int32_t source) {
 void TBuf::AddString(const Value& v) { AddSub(v, 0, v.str().size()); }
 
 void TBuf::AddSub(const Value& v, size_t b, size_t e) {
+  if (!Room(e - b)) return;
   const auto base = static_cast<uint32_t>(text_.size());
   text_.append(v.str(), b, e - b);
   for (const TaintSpan& sp : v.spans()) {
@@ -494,6 +508,12 @@ char32_t NextCodePoint(std::string_view s, size_t& i) {
   }
   i += static_cast<size_t>(n) + 1;
   return cp;
+}
+
+size_t CodePointCount(std::string_view s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++n) NextCodePoint(s, i);
+  return n;
 }
 
 std::vector<uint32_t> CodePointOffsets(std::string_view s) {
