@@ -119,6 +119,14 @@ TEST(VarsFileTest, ErrorsNameFileLineAndKey) {
   EXPECT_EQ(ParseVarsFile("a: static\na: static\n", "v.yaml").status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_FALSE(ParseVarsFile("a: [unclosed\n", "v.yaml").ok());
+  // Inside a sample too (the vars fuzzer found an error naming neither file nor line).
+  EXPECT_EQ(ParseVarsFile("a: static\nt:\n  class: static\n  sample: {f: {[1]: 2}}\n", "v.yaml")
+                .status()
+                .message(),
+            "v.yaml:4: t.sample.f: map keys must be strings");
+  EXPECT_EQ(ParseVarsFile("m[99999999999999999999].content: static\n", "v.yaml").status().message(),
+            "v.yaml:1: m[99999999999999999999].content: 'm[99999999999999999999].content': index "
+            "beyond 2^63");  // was an uncaught std::out_of_range: "internal error: stoll"
 }
 
 TEST(CorpusTest, ReaderNamesFileAndLine) {

@@ -2,8 +2,11 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include "lint/internal.h"
 #include "ttft/lint.h"
@@ -30,7 +33,9 @@ std::optional<VarClass> ParseClass(const std::string& s) {
   return std::nullopt;
 }
 
-Result<Value> FromYaml(const YAML::Node& n, const std::string& where) {
+// A sample's YAML as a template value; errors name `source`, the line and `where` (the
+// sample's path).
+Result<Value> FromYaml(const YAML::Node& n, std::string_view source, const std::string& where) {
   switch (n.Type()) {
     case YAML::NodeType::Null: return Value::None();
     case YAML::NodeType::Scalar: {
@@ -55,7 +60,7 @@ Result<Value> FromYaml(const YAML::Node& n, const std::string& where) {
     case YAML::NodeType::Sequence: {
       std::vector<Value> items;
       for (size_t i = 0; i < n.size(); ++i) {
-        TTFT_ASSIGN_OR_RETURN(Value v, FromYaml(n[i], fmt::format("{}[{}]", where, i)));
+        TTFT_ASSIGN_OR_RETURN(Value v, FromYaml(n[i], source, fmt::format("{}[{}]", where, i)));
         items.push_back(std::move(v));
       }
       return Value::List(std::move(items));
@@ -64,14 +69,18 @@ Result<Value> FromYaml(const YAML::Node& n, const std::string& where) {
       Value d = Value::Dict();
       for (const auto& kv : n) {
         if (!kv.first.IsScalar()) {
-          return Status::Invalid(fmt::format("{}: map keys must be strings", where));
+          return Status::Invalid(fmt::format("{}:{}: {}: map keys must be strings", source,
+                                             kv.first.Mark().line + 1, where));
         }
-        TTFT_ASSIGN_OR_RETURN(Value v, FromYaml(kv.second, where + "." + kv.first.Scalar()));
+        TTFT_ASSIGN_OR_RETURN(Value v,
+                              FromYaml(kv.second, source, where + "." + kv.first.Scalar()));
         d.Set(kv.first.Scalar(), std::move(v));
       }
       return d;
     }
-    default: return Status::Invalid(fmt::format("{}: unsupported YAML node", where));
+    default:
+      return Status::Invalid(
+          fmt::format("{}:{}: {}: unsupported YAML node", source, n.Mark().line + 1, where));
   }
 }
 
@@ -117,7 +126,12 @@ Result<std::vector<PathStep>> ParsePath(std::string_view path) {
         if (i == b || i >= path.size() || path[i] != ']') {
           return Status::Invalid(fmt::format("'{}': expected [index] or ['key']", path));
         }
-        steps.push_back({"", std::stoll(std::string(path.substr(b, i - b)))});
+        int64_t index = 0;
+        const auto [end, ec] = std::from_chars(path.data() + b, path.data() + i, index);
+        if (ec != std::errc()) {
+          return Status::Invalid(fmt::format("'{}': index beyond 2^63", path));
+        }
+        steps.push_back({"", index});
         ++i;
       }
     } else {
@@ -168,7 +182,7 @@ Result<VarsFile> ParseVarsFile(std::string_view yaml, std::string_view source) {
           if (!f.second.IsScalar()) return where("class must be a string");
           cls = f.second.Scalar();
         } else if (k == "sample") {
-          TTFT_ASSIGN_OR_RETURN(Value s, FromYaml(f.second, spec.path + ".sample"));
+          TTFT_ASSIGN_OR_RETURN(Value s, FromYaml(f.second, source, spec.path + ".sample"));
           spec.sample = std::move(s);
         } else {
           return where(fmt::format("unknown field '{}' (expected class, sample)", k));
