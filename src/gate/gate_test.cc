@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <span>
 #include <vector>
@@ -555,6 +556,42 @@ TEST(GateSequential, StateRoundTripsAndRejectsGarbage) {
   auto bad = SequentialGate::FromJson(nlohmann::json{{"alpha", 0.01}}, "state.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("state.json: not a gate state file"));
+}
+
+// A state file edited or from elsewhere is an error naming what is wrong, never a
+// verdict: components of the wrong number or not finite decided Fail (exit 1), an
+// unknown stream was fed as an error rate, and a look count near INT_MAX overflowed.
+TEST(GateSequential, AStateItsLooksCouldNotHaveWrittenIsRejected) {
+  SequentialGate g;
+  LookSequential(DefaultGateConfig(), Synthetic(1, 5000), Synthetic(2, 300, 2.0), nullptr, false,
+                 g);
+  ASSERT_GE(g.streams.size(), 2u);
+  const nlohmann::json good = g.ToJson();
+  ASSERT_TRUE(SequentialGate::FromJson(good, "s.json").ok());
+  auto error_of = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = good;
+    edit(j);
+    auto r = SequentialGate::FromJson(j, "s.json");
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  const std::string first = g.streams[0].name;
+  EXPECT_THAT(error_of([](auto& j) {
+                j["streams"][0]["log_components"] = {1e308, 1e308};
+              }),
+              HasSubstr("s.json: stream '" + first + "': 2 log_components for p0"));
+  EXPECT_THAT(
+      error_of([](auto& j) { j["streams"][0]["log_components"] = nlohmann::json::array(); }),
+      HasSubstr("log_components for p0"));
+  EXPECT_THAT(error_of([](auto& j) { j["streams"][0]["log_lr"] = 1e308 * 10; }),
+              HasSubstr("must be finite"));
+  EXPECT_THAT(error_of([](auto& j) { j["streams"][0]["name"] = "bogus"; }),
+              HasSubstr("stream 'bogus': not a stream of the gate"));
+  EXPECT_THAT(error_of([](auto& j) { j["streams"][1]["name"] = j["streams"][0]["name"]; }),
+              HasSubstr("': twice"));
+  EXPECT_THAT(error_of([](auto& j) { j["streams"][0]["n"] = int64_t{1} << 62; }),
+              HasSubstr("impossible p0, n or k"));
+  EXPECT_THAT(error_of([](auto& j) { j["looks"] = int64_t{1} << 31; }),
+              HasSubstr("impossible look count 2147483648"));
 }
 
 TEST(GateSequential, TooLittleBaselineIsInconclusive) {

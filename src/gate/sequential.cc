@@ -23,14 +23,23 @@ double WilsonUpper(double k, double n, double z) {
 // The one-sided 99.5% normal quantile for p0's Wilson bound.
 constexpr double kP0Z = 2.5758293035489004;
 
+// The number of mixture terms for p0: one per ratio r with p0 r < 1 (a probability).
+size_t MixtureSize(double p0) {
+  size_t n = 0;
+  for (double r : SequentialStream::kRatios) n += p0 * r < 1 ? 1 : 0;
+  return n;
+}
+
+// Bounds on a state file's counts: n and k exact in a double, looks far from INT_MAX.
+constexpr int64_t kMaxN = int64_t{1} << 53;
+constexpr int kMaxLooks = 1 << 30;
+
 SequentialStream MakeStream(std::string name, double bound, double k, double n) {
   SequentialStream s;
   s.name = std::move(name);
   s.bound = bound;
   s.p0 = std::clamp(WilsonUpper(k, n, kP0Z), 1e-6, 0.5);
-  for (double r : SequentialStream::kRatios) {
-    if (s.p0 * r < 1) s.log_components.push_back(0.0);
-  }
+  s.log_components.assign(MixtureSize(s.p0), 0.0);
   return s;
 }
 
@@ -117,7 +126,11 @@ Result<SequentialGate> SequentialGate::FromJson(const nlohmann::json& j, const s
   SequentialGate g;
   try {
     g.alpha = j.at("alpha").get<double>();
-    g.looks = j.at("looks").get<int>();
+    const auto looks = j.at("looks").get<int64_t>();  // int would wrap a large count
+    if (looks < 0 || looks > kMaxLooks) {
+      return Status::Invalid(fmt::format("{}: impossible look count {}", name, looks));
+    }
+    g.looks = static_cast<int>(looks);
     const auto& last = j.at("last_canary_arrival_s");
     g.last_canary_arrival_s = last.is_null() ? -INFINITY : last.get<double>();
     for (const auto& s : j.at("streams")) {
@@ -130,17 +143,43 @@ Result<SequentialGate> SequentialGate::FromJson(const nlohmann::json& j, const s
       st.log_components = s.at("log_components").get<std::vector<double>>();
       st.log_lr = s.at("log_lr").get<double>();
       st.rejected = s.at("rejected").get<bool>();
-      if (!(st.p0 > 0 && st.p0 < 1) || st.n < 0 || st.k < 0 || st.k > st.n) {
-        return Status::Invalid(
-            fmt::format("{}: stream '{}': impossible p0, n or k", name, st.name));
+      // What the state's own looks could have written, and nothing else: a stream the
+      // look does not know is fed as an error rate, components that are not one per
+      // mixture ratio or not finite would decide the verdict, and n beyond 2^53 stops
+      // counting (doubles).
+      auto bad = [&](std::string_view what) {
+        return Status::Invalid(fmt::format("{}: stream '{}': {}", name, st.name, what));
+      };
+      if (!(st.p0 > 0 && st.p0 < 1) || st.n < 0 || st.k < 0 || st.k > st.n || st.n > kMaxN) {
+        return bad("impossible p0, n or k");
       }
+      const bool latency = st.name == "ttft_p99" || st.name == "queue_p99";
+      if (!latency && st.name != "error_rate") {
+        return bad("not a stream of the gate (ttft_p99, queue_p99, error_rate)");
+      }
+      for (const SequentialStream& other : g.streams) {
+        if (other.name == st.name) return bad("twice");
+      }
+      if (latency ? !(std::isfinite(st.bound) && st.bound >= 0) : !std::isnan(st.bound)) {
+        return bad(latency ? "bound must be a number >= 0" : "bound must be null");
+      }
+      if (st.log_components.size() != MixtureSize(st.p0)) {
+        return bad(fmt::format("{} log_components for p0 {:g}, expected {}",
+                               st.log_components.size(), st.p0, MixtureSize(st.p0)));
+      }
+      bool finite = std::isfinite(st.log_lr);
+      for (double l : st.log_components) finite = finite && std::isfinite(l);
+      if (!finite) return bad("log_components and log_lr must be finite");
       g.streams.push_back(std::move(st));
     }
   } catch (const nlohmann::json::exception& e) {
     return Status::Invalid(fmt::format("{}: not a gate state file: {}", name, e.what()));
   }
-  if (!(g.alpha > 0 && g.alpha < 0.5) || g.looks < 0) {
-    return Status::Invalid(fmt::format("{}: impossible alpha or look count", name));
+  if (!(g.alpha > 0 && g.alpha < 0.5)) {
+    return Status::Invalid(fmt::format("{}: impossible alpha", name));
+  }
+  if (!(std::isfinite(g.last_canary_arrival_s) || g.last_canary_arrival_s == -INFINITY)) {
+    return Status::Invalid(fmt::format("{}: last_canary_arrival_s must be a number or null", name));
   }
   return g;
 }
