@@ -582,8 +582,10 @@ TEST(GateSequential, AStateItsLooksCouldNotHaveWrittenIsRejected) {
   EXPECT_THAT(
       error_of([](auto& j) { j["streams"][0]["log_components"] = nlohmann::json::array(); }),
       HasSubstr("log_components for p0"));
+  EXPECT_THAT(error_of([](auto& j) { j["streams"][0]["log_components"][0] = 1e300; }),
+              HasSubstr("log_components beyond what"));
   EXPECT_THAT(error_of([](auto& j) { j["streams"][0]["log_lr"] = 1e308 * 10; }),
-              HasSubstr("must be finite"));
+              HasSubstr("log_components beyond what"));
   EXPECT_THAT(error_of([](auto& j) { j["streams"][0]["name"] = "bogus"; }),
               HasSubstr("stream 'bogus': not a stream of the gate"));
   EXPECT_THAT(error_of([](auto& j) { j["streams"][1]["name"] = j["streams"][0]["name"]; }),

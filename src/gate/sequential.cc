@@ -30,6 +30,17 @@ size_t MixtureSize(double p0) {
   return n;
 }
 
+// The most one observation moves a mixture component's log: max over the ratios r
+// of |log r| (an exceedance) and |log((1 - p0 r) / (1 - p0))| (none).
+double MaxLogStep(double p0) {
+  double m = 0;
+  for (double r : SequentialStream::kRatios) {
+    if (p0 * r >= 1) continue;
+    m = std::max({m, std::fabs(std::log(r)), std::fabs(std::log((1 - p0 * r) / (1 - p0)))});
+  }
+  return m;
+}
+
 // Bounds on a state file's counts: n and k exact in a double, looks far from INT_MAX.
 constexpr int64_t kMaxN = int64_t{1} << 53;
 constexpr int kMaxLooks = 1 << 30;
@@ -167,9 +178,13 @@ Result<SequentialGate> SequentialGate::FromJson(const nlohmann::json& j, const s
         return bad(fmt::format("{} log_components for p0 {:g}, expected {}",
                                st.log_components.size(), st.p0, MixtureSize(st.p0)));
       }
-      bool finite = std::isfinite(st.log_lr);
-      for (double l : st.log_components) finite = finite && std::isfinite(l);
-      if (!finite) return bad("log_components and log_lr must be finite");
+      // Each observation moves a component by at most MaxLogStep(p0): so do n of them.
+      const double reach = static_cast<double>(st.n) * MaxLogStep(st.p0) * (1 + 1e-9) + 1e-9;
+      bool possible = std::isfinite(st.log_lr);
+      for (double l : st.log_components) possible = possible && std::fabs(l) <= reach;
+      if (!possible) {
+        return bad(fmt::format("log_components beyond what {} observations can give", st.n));
+      }
       g.streams.push_back(std::move(st));
     }
   } catch (const nlohmann::json::exception& e) {
