@@ -216,6 +216,32 @@ TEST_F(BadInputCorpus, ScrapesWithoutTypeLinesRepeatsAndInvalidUtf8AreReadOrRepo
   EXPECT_EQ(je["groups"][0]["count"], 40) << e.out;
 }
 
+// --from/--to apply to scrape files as to spans (they were ignored: the whole run was
+// reported for any window), and a window that holds nothing is an error, not a table of
+// nothing with exit 0.
+TEST_F(BadInputCorpus, AStatsWindowSelectsScrapesAndAnEmptyWindowIsAnError) {
+  const std::string a = Write("t000000000.000.prom", Scrape(10, true));
+  const std::string b = Write("t000000015.000.prom", Scrape(30, true));
+  const std::string c = Write("t000000045.000.prom", Scrape(50, true));
+  const std::string all = a + " " + b + " " + c;
+  RunResult r = RunTtft("stats " + all + " --from 20 --to 50 --format json", 30);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["groups"][0]["count"], 20) << r.out;  // 50 - 30: the scrapes at 15 and 45
+  EXPECT_THAT(r.err, HasSubstr("the window [20,50) s is read from the scrapes at t=15 s and "
+                               "t=45 s"));
+  Expect("stats " + all + " --from 100", 2,
+         "the window from t=100 s is not covered by two scrapes");
+  Expect("stats " + all + " --from 30 --to 20", 2, "--from must be before --to");
+  Expect("stats " + all + " --from nan", 2, "time \"nan\": expected seconds or an RFC 3339 time");
+  const std::string spans =
+      Write("s.jsonl", R"({"request_id":"a","arrival_s":1,"ttft_s":0.1,"prompt_tokens":10})"
+                       "\n");
+  Expect("stats " + spans + " --from 2026-10-02T17:03:38Z", 2,
+         "no span arrived in the window from 2026-10-02T17:03:38Z (1 records read)");
+}
+
 // A scenario that is not UTF-8 (its names become labels in spans and metrics that
 // its own readers would reject): an error with the file and line.
 TEST_F(BadInputCorpus, AScenarioThatIsNotUtf8IsAnErrorWithItsLine) {

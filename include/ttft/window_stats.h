@@ -200,8 +200,10 @@ Result<std::vector<MetricGroupWindowStats>> GroupWindowStatsFromMetrics(
 // -----------------------------------------------------------------------------
 
 struct SummaryOptions {
-  std::optional<std::string> by;                             // a label name
-  double from_s = -std::numeric_limits<double>::infinity();  // arrival_s window, spans only
+  std::optional<std::string> by;  // a label name
+  // The window: spans by arrival_s in [from_s, to_s); `ttft stats` of scrape files
+  // takes the scrapes covering it (SnapshotsCovering, ttft/dataset.h).
+  double from_s = -std::numeric_limits<double>::infinity();
   double to_s = std::numeric_limits<double>::infinity();
 };
 

@@ -20,8 +20,7 @@ namespace {
 struct StatsFlags {
   std::vector<std::string> inputs;
   std::string by;
-  double from_s = -INFINITY;
-  double to_s = INFINITY;
+  std::string from, to;  // seconds or RFC 3339 (ParseTime); empty: open
   std::string format = "text";
   bool stream = false;
   std::string prometheus;  // base URL of a live server
@@ -38,8 +37,12 @@ Status Run(const StatsFlags& flags) {
   StatsRequest req;
   TTFT_ASSIGN_OR_RETURN(req.load, ToLoadOptions(flags.reader));
   if (!flags.by.empty()) req.summary.by = flags.by;
-  req.summary.from_s = flags.from_s;
-  req.summary.to_s = flags.to_s;
+  if (!flags.from.empty()) {
+    TTFT_ASSIGN_OR_RETURN(req.summary.from_s, ParseTime(flags.from));
+  }
+  if (!flags.to.empty()) {
+    TTFT_ASSIGN_OR_RETURN(req.summary.to_s, ParseTime(flags.to));
+  }
   req.stream = flags.stream;
   req.prometheus_url = flags.prometheus;
   req.selector = flags.selector;
@@ -70,10 +73,12 @@ Runner RegisterStats(CLI::App& app) {
   cmd->add_option("--by", flags->by,
                   "group by a label (replica, region, tenant, model, template, "
                   "deploy, status; any series label for Prometheus data)");
-  cmd->add_option("--from", flags->from_s,
-                  "keep spans with arrival_s >= T; with --prometheus the window start (Unix s)");
-  cmd->add_option("--to", flags->to_s,
-                  "keep spans with arrival_s < T; with --prometheus the window end (Unix s)");
+  cmd->add_option("--from", flags->from,
+                  "window start, seconds or RFC 3339: spans with arrival_s >= T; for scrapes "
+                  "the increase from the last scrape at or before T");
+  cmd->add_option("--to", flags->to,
+                  "window end: spans with arrival_s < T; for scrapes up to the last scrape at or "
+                  "before T");
   cmd->add_option("--prometheus", flags->prometheus,
                   "read the window [--from, --to] from a live Prometheus server "
                   "(http://HOST:PORT) instead of files");

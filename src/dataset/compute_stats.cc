@@ -9,6 +9,7 @@
 
 #include "dataset/internal.h"
 #include "ttft/dataset.h"
+#include "ttft/format.h"
 #include "ttft/window_stats.h"
 
 namespace ttft {
@@ -42,6 +43,13 @@ Status SummarizeSpanInputs(std::span<const std::string> paths, const StatsReques
   table.ShrinkToFit();
   TTFT_ASSIGN_OR_RETURN(out.groups, SummarizeSpans(table, req.summary));
   return Status::Ok();
+}
+
+// --from/--to as a window; an open end reads as "before"/"from".
+std::string WindowText(double from_s, double to_s) {
+  if (std::isfinite(from_s) && std::isfinite(to_s)) return numfmt::Window(from_s, to_s);
+  if (std::isfinite(from_s)) return "from " + numfmt::TimePoint(from_s);
+  return "before " + numfmt::TimePoint(to_s);
 }
 
 // A folder argument stands for the files of a simulate folder, as LoadInput reads one:
@@ -87,6 +95,12 @@ Result<StatsResult> ComputeStats(std::span<const std::string> given, const Stats
   if (live && (!std::isfinite(req.summary.from_s) || !std::isfinite(req.summary.to_s))) {
     return Status::Invalid("--prometheus: --from and --to (Unix seconds) are required");
   }
+  const double from_s = req.summary.from_s, to_s = req.summary.to_s;
+  const bool windowed = from_s != -INFINITY || to_s != INFINITY;
+  if (std::isnan(from_s) || std::isnan(to_s) || !(from_s < to_s)) {
+    return Status::Invalid(
+        fmt::format("--from {} --to {}: not a window (--from must be before --to)", from_s, to_s));
+  }
   // The first input decides between metrics and spans.
   InputFormat kind = req.load.read.format;
   if (live) {
@@ -102,6 +116,10 @@ Result<StatsResult> ComputeStats(std::span<const std::string> given, const Stats
     out.report.warnings.insert(out.report.warnings.begin(), repeated.warnings.begin(),
                                repeated.warnings.end());
     TTFT_RETURN_IF_ERROR(RequireUsableRecords(paths, out.report.records_read, out.report));
+    if (windowed && out.groups.empty()) {
+      return Status::Invalid(fmt::format("no span arrived in the window {} ({} records read)",
+                                         WindowText(from_s, to_s), out.report.records_read));
+    }
     return out;
   }
   Dataset data;
@@ -124,6 +142,22 @@ Result<StatsResult> ComputeStats(std::span<const std::string> given, const Stats
         "metrics are not comparable)");
   }
   std::vector<MetricSnapshot>& snaps = data.snapshots;
+  if (windowed && !live && !snaps.empty()) {
+    // The scrapes covering the window, as the gate and the diagnosis take them.
+    const double first_s = snaps.front().timestamp_s, last_s = snaps.back().timestamp_s;
+    snaps = SnapshotsCovering(snaps, from_s, to_s);
+    if (snaps.size() < 2) {
+      return Status::Invalid(fmt::format(
+          "the window {} is not covered by two scrapes (the scrapes run from {} to {}): its "
+          "counts are the increase from the last scrape at or before its start to the last "
+          "inside it",
+          WindowText(from_s, to_s), numfmt::TimePoint(first_s), numfmt::TimePoint(last_s)));
+    }
+    out.report.warnings.push_back(fmt::format(
+        "the window {} is read from the scrapes at {} and {} (the increase between them)",
+        WindowText(from_s, to_s), numfmt::TimePoint(snaps.front().timestamp_s),
+        numfmt::TimePoint(snaps.back().timestamp_s)));
+  }
   MetricSnapshot window;
   if (snaps.size() >= 2) {
     TTFT_ASSIGN_OR_RETURN(window, WindowDelta(snaps, out.report));
