@@ -113,17 +113,19 @@ Runner RegisterCost(CLI::App& app) {
       std::cout << "KV cache: " << blocks.status().message() << "\n";
     }
     std::cout << fmt::format(
-        "prefill 1,000 uncached tokens after a 5,000-token cached prefix: {:.3f} s "
+        "prefill 1,000 uncached tokens after a 5,000-token cached prefix: {} s "
         "(seed: ~0.07 s)\n"
-        "prefill 6,000 uncached tokens:                                   {:.3f} s "
+        "prefill 6,000 uncached tokens:                                   {} s "
         "(seed: ~0.42 s)\n"
-        "decode step, 1 sequence at 1,000 tokens of context:             {:.1f} ms\n"
-        "decode step, 32 sequences at 2,000 tokens of context:           {:.1f} ms\n",
-        cached, cold, cm.DecodeStepTime(1, 1000) * 1e3, cm.DecodeStepTime(32, 2000) * 1e3);
+        "decode step, 1 sequence at 1,000 tokens of context:             {} ms\n"
+        "decode step, 32 sequences at 2,000 tokens of context:           {} ms\n",
+        numfmt::Fixed(cached, 3), numfmt::Fixed(cold, 3),
+        numfmt::Fixed(cm.DecodeStepTime(1, 1000) * 1e3, 1),
+        numfmt::Fixed(cm.DecodeStepTime(32, 2000) * 1e3, 1));
     if (o->batch > 0) {
-      std::cout << fmt::format("decode step, {} sequences at {} tokens of context: {:.1f} ms\n",
-                               o->batch, o->context_tokens,
-                               cm.DecodeStepTime(o->batch, o->context_tokens) * 1e3);
+      std::cout << fmt::format(
+          "decode step, {} sequences at {} tokens of context: {} ms\n", o->batch, o->context_tokens,
+          numfmt::Fixed(cm.DecodeStepTime(o->batch, o->context_tokens) * 1e3, 1));
     }
     std::cout << (o->calibration.empty()
                       ? std::string("cost parameters: the fleet's defaults (docs/cost-model.md)\n")
