@@ -146,6 +146,39 @@ TEST(SpanJsonl, ColumnMapRenamesAndScales) {
   EXPECT_EQ(t.label(0, SpanLabel::kReplica), "p1");
   EXPECT_FALSE(ColumnMap::Parse("ttft_s=x:hours").ok());
   EXPECT_FALSE(ColumnMap::Parse("nope=x").ok());
+  // A record without the mapped field names that field, not the span key.
+  SpanTable t3;
+  ReadReport r3;
+  ASSERT_TRUE(ParseSpans("{\"id\":\"b\",\"ttft_s\":0.5}\n", "c", o, t3, r3).ok());
+  ASSERT_EQ(r3.issues.size(), 1u);
+  EXPECT_EQ(r3.issues[0].reason, "missing field ttft_ms (ttft_s by --columns)");
+}
+
+// One input field feeds one span field (a reader looks each key up once): a map that
+// would feed two, or read a field that keeps its own meaning, is an error; before, the
+// second mapping silently read nothing ("missing field ttft_s" for every record).
+TEST(SpanJsonl, ColumnMapsThatCannotBeReadAreErrors) {
+  auto error_of = [](std::string_view spec) {
+    auto m = ColumnMap::Parse(spec);
+    return m.ok() ? std::string("ok") : m.status().message();
+  };
+  EXPECT_EQ(error_of("ttft_s=a,ttft_s=b"), "--columns: ttft_s is mapped twice");
+  EXPECT_EQ(error_of("ttft_s=x,queue_s=x"),
+            "--columns: ttft_s and queue_s both read 'x': one input field feeds one span field");
+  EXPECT_EQ(error_of("ttft_s=arrival_s")
+                .rfind("--columns: ttft_s=arrival_s: 'arrival_s' is read "
+                       "as the span field of that name",
+                       0),
+            0u);
+  EXPECT_EQ(error_of("ttft_s=:ms"), "--columns: 'ttft_s=:ms': expected TARGET=SOURCE[:UNIT]");
+  EXPECT_EQ(error_of("ttft_s=e2e_s,e2e_s=ttft_s"), "ok");  // a swap reads both
+  SpanReadOptions o;
+  o.columns = *ColumnMap::Parse("ttft_s=e2e_s,e2e_s=ttft_s");
+  SpanTable t;
+  ReadReport r;
+  ASSERT_TRUE(ParseSpans("{\"ttft_s\":2.0,\"e2e_s\":0.5}\n", "c", o, t, r).ok());
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_FLOAT_EQ(t.ttft_s()[0], 0.5f);
 }
 
 TEST(SpanCsv, HeaderColumnsQuotesAndErrors) {

@@ -80,7 +80,37 @@ Result<ColumnMap> ColumnMap::Parse(std::string_view spec) {
       return Status::Invalid(
           fmt::format("--columns: '{}': a unit applies to durations (*_s) only", item));
     }
+    if (e.source.empty()) {
+      return Status::Invalid(fmt::format("--columns: '{}': expected TARGET=SOURCE[:UNIT]", item));
+    }
     map.entries.push_back(std::move(e));
+  }
+  // A reader looks each input key up once (FieldTable): one key feeds one span field.
+  auto target_of = [&](std::string_view field) {
+    return std::any_of(map.entries.begin(), map.entries.end(),
+                       [&](const Entry& x) { return x.target == field; });
+  };
+  for (size_t i = 0; i < map.entries.size(); ++i) {
+    const Entry& e = map.entries[i];
+    for (size_t j = 0; j < i; ++j) {
+      if (map.entries[j].target == e.target) {
+        return Status::Invalid(fmt::format("--columns: {} is mapped twice", e.target));
+      }
+      if (map.entries[j].source == e.source) {
+        return Status::Invalid(
+            fmt::format("--columns: {} and {} both read '{}': one input field feeds one span field",
+                        map.entries[j].target, e.target, e.source));
+      }
+    }
+    const bool own_name =
+        std::find(std::begin(internal::kFieldNames), std::end(internal::kFieldNames), e.source) !=
+        std::end(internal::kFieldNames);
+    if (own_name && e.source != e.target && !target_of(e.source)) {
+      return Status::Invalid(fmt::format(
+          "--columns: {}={}: '{}' is read as the span field of that name; map it to another "
+          "field as well (e.g. {}=OTHER) or pick another source",
+          e.target, e.source, e.source, e.source));
+    }
   }
   return map;
 }

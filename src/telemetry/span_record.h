@@ -259,6 +259,15 @@ class RecordContext {
                 ReadReport& report)
       : source_(source), options_(options), sink_(sink), report_(report) {}
 
+  // "missing field ttft_s", or the field --columns reads it from.
+  std::string MissingTtft() const {
+    for (const ColumnMap::Entry& e : options_.columns.entries) {
+      if (e.target == "ttft_s")
+        return fmt::format("missing field {} (ttft_s by --columns)", e.source);
+    }
+    return "missing field ttft_s";
+  }
+
   Status Bad(int64_t line, std::string_view category, std::string reason) {
     report_.Skip(source_, line, category, reason);
     if (options_.strict) {
@@ -272,7 +281,7 @@ class RecordContext {
   // Validates and emits one record. `ttft_present`: the key was there (null allowed
   // for requests that did not finish normally).
   Status Emit(SpanRecord& r, int64_t line, bool ttft_present) {
-    if (!ttft_present) return Bad(line, "missing field", "missing field ttft_s");
+    if (!ttft_present) return Bad(line, "missing field", MissingTtft());
     if (std::isnan(r.ttft_s) && r.status == RequestStatus::kOk) {
       return Bad(line, "missing field", "ttft_s is null for a request with status ok");
     }
