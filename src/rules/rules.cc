@@ -305,12 +305,49 @@ std::string DefaultDeployAnnotationExpr(const std::string& selector) {
   return fmt::format("changes({}[2m]) > 0", Sel("process_start_time_seconds", selector));
 }
 
+namespace {
+
+// Where a PromQL expression's brackets or strings do not close ("" when they do): a
+// check of shape, not a parser (Prometheus and Grafana parse it), so that a typo is
+// caught when the rules are written rather than as a dashboard panel that says nothing.
+// Strings: "..." and '...' with backslash escapes, `...` raw (the PromQL spec).
+std::string UnbalancedPromQl(std::string_view e) {
+  std::string open;
+  for (size_t i = 0; i < e.size(); ++i) {
+    const char c = e[i];
+    if (c == '"' || c == '\'' || c == '`') {
+      size_t j = i + 1;
+      while (j < e.size() && e[j] != c) j += (e[j] == '\\' && c != '`') ? 2 : 1;
+      if (j >= e.size()) return fmt::format("an unterminated string at character {}", i + 1);
+      i = j;
+    } else if (c == '(' || c == '[' || c == '{') {
+      open.push_back(c);
+    } else if (c == ')' || c == ']' || c == '}') {
+      const char want = c == ')' ? '(' : c == ']' ? '[' : '{';
+      if (open.empty() || open.back() != want) {
+        return fmt::format("an unmatched '{}' at character {}", c, i + 1);
+      }
+      open.pop_back();
+    }
+  }
+  if (!open.empty()) return fmt::format("an unclosed '{}'", open.back());
+  return {};
+}
+
+}  // namespace
+
 Status ValidateRulesOptions(const RulesOptions& o) {
   TTFT_RETURN_IF_ERROR(CheckSelector(o.selector));
   if (!IsLabelName(o.replica_label)) {
     return Status::Invalid(
         fmt::format("--replica-label '{}': not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)",
                     o.replica_label));
+  }
+  if (o.replica_label == "le" || o.replica_label.starts_with("__")) {
+    return Status::Invalid(fmt::format(
+        "--replica-label {}: {}", o.replica_label,
+        o.replica_label == "le" ? "the histograms' bucket label, which the quantiles aggregate by"
+                                : "names beginning with __ are reserved for Prometheus"));
   }
   TTFT_RETURN_IF_ERROR(CheckPositive("--slo-ttft-s", o.slo_ttft_s));
   TTFT_RETURN_IF_ERROR(CheckPositive("--queue-p99-s", o.queue_p99_s));
@@ -348,6 +385,10 @@ Status ValidateRulesOptions(const RulesOptions& o) {
     if ((c < 0x20 && c != '\t') || c == 0x7f) {
       return Status::Invalid("--deploy-annotation-expr: a line break or control character");
     }
+  }
+  if (const std::string why = UnbalancedPromQl(o.deploy_annotation_expr); !why.empty()) {
+    return Status::Invalid(
+        fmt::format("--deploy-annotation-expr '{}': {}", o.deploy_annotation_expr, why));
   }
   return Status::Ok();
 }

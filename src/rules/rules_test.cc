@@ -107,9 +107,22 @@ TEST(RulesOptionsTest, SelectorMustBeLabelMatchers) {
   RulesOptions a = Vllm();
   a.deploy_annotation_expr = "up\n> 0";
   EXPECT_THAT(ValidateRulesOptions(a).message(), HasSubstr("--deploy-annotation-expr"));
+  for (const char* bad : {"up{", "sum(rate(x[5m])", "up{job=\"a}", "x)", "changes(x[2m)) > 0"}) {
+    a.deploy_annotation_expr = bad;
+    EXPECT_THAT(ValidateRulesOptions(a).message(), HasSubstr("--deploy-annotation-expr")) << bad;
+  }
+  for (const char* ok : {R"(changes(process_start_time_seconds{job="v(1"}[2m]) > 0)",
+                         "up{a='}'} == 1", "label_replace(up, \"x\", \"$1\", \"y\", `(.*)`)"}) {
+    a.deploy_annotation_expr = ok;
+    EXPECT_TRUE(ValidateRulesOptions(a).ok()) << ok << ": " << ValidateRulesOptions(a).message();
+  }
   RulesOptions o = Vllm();
   o.replica_label = "pod name";
   EXPECT_THAT(ValidateRulesOptions(o).message(), HasSubstr("--replica-label"));
+  o.replica_label = "le";  // sum by (le, le): the quantiles would lose their buckets
+  EXPECT_THAT(ValidateRulesOptions(o).message(), HasSubstr("bucket label"));
+  o.replica_label = "__name__";
+  EXPECT_THAT(ValidateRulesOptions(o).message(), HasSubstr("reserved"));
 }
 
 TEST(RulesEngineTest, Names) {
