@@ -35,7 +35,9 @@ Runner RegisterDiagnose(CLI::App& app) {
   app.add_option("--incident", o->incident, "Inputs of the incident window")->expected(1, -1);
   app.add_option("--change-at", o->change_at,
                  "The change time: seconds in the spans' time base, or RFC 3339");
-  app.add_option("--window", o->window_s, "Window length on either side of --change-at, s");
+  app.add_option("--window", o->window_s,
+                 "Window length on either side of --change-at, s (0 or absent: as long as the "
+                 "data allows on both sides)");
   app.add_option("--baseline-window", o->baseline_window, "Explicit baseline window FROM:TO");
   app.add_option("--incident-window", o->incident_window, "Explicit incident window FROM:TO");
   app.add_option("--events", o->events,
@@ -103,7 +105,8 @@ Runner RegisterDiagnose(CLI::App& app) {
       TTFT_ASSIGN_OR_RETURN(want.incident, ParseTimeRange(o->incident_window, "--incident-window"));
     }
     if (!std::isfinite(o->window_s) || o->window_s < 0) {
-      return Status::Invalid("--window must be > 0");
+      return Status::Invalid(
+          "--window must be a finite number >= 0 (0: as long as the data allows)");
     }
     std::vector<Annotation> extra;
     if (!o->events.empty()) {

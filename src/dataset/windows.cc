@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ttft/dataset.h"
+#include "ttft/format.h"
 
 namespace ttft {
 
@@ -19,7 +20,8 @@ AnalysisWindows WindowsAround(double change_at_s, double window_s, TimeRange dat
 
 Result<AnalysisWindows> ChooseWindows(const WindowRequest& req, const Dataset& data) {
   if (!std::isfinite(req.window_s) || req.window_s < 0) {
-    return Status::Invalid(fmt::format("--window {}: must be a finite number > 0", req.window_s));
+    return Status::Invalid(fmt::format(
+        "--window {}: must be a finite number >= 0 (0: as long as the data allows)", req.window_s));
   }
   const double lo = data.first_s, hi = data.last_s;
   if (!(hi > lo)) return Status::Invalid("the input holds no spans or snapshots with times");
@@ -48,9 +50,9 @@ Result<AnalysisWindows> ChooseWindows(const WindowRequest& req, const Dataset& d
   }
   if (change <= lo || change >= hi) {
     return Status::Invalid(
-        fmt::format("--change-at {:.3f} is outside the data, whose arrivals span [{:.3f}, {:.3f}] "
+        fmt::format("--change-at {} is outside the data, whose arrivals span [{}, {}] "
                     "(check the time base: seconds of the run vs Unix time)",
-                    change, lo, hi));
+                    numfmt::Fixed(change, 3), numfmt::Fixed(lo, 3), numfmt::Fixed(hi, 3)));
   }
   const double w = req.window_s > 0 ? req.window_s : std::min(change - lo, hi - change);
   return WindowsAround(change, w, data.range());
