@@ -167,6 +167,9 @@ Result<CalibrationResult> Calibrate(const std::vector<MeasurementRow>& all,
   for (const std::string& n : opt.free) {
     const CostParamField* f = FindCostParamField(n);
     if (!f) return Status::Invalid(fmt::format("free parameter '{}': unknown", n));
+    for (const Free& other : free) {
+      if (other.field == f) return Status::Invalid(fmt::format("free parameter '{}': twice", n));
+    }
     free.push_back({f, ZeroStep(n)});
   }
   std::vector<MeasurementRow> rows;

@@ -253,5 +253,21 @@ TEST(Calibrate, SeedsAverageEachEvaluation) {
   EXPECT_NE(none.status().message().find("seeds"), std::string::npos);
 }
 
+// A free parameter named twice would be fitted as two parameters over one field (and
+// listed twice); an unknown one is named.
+TEST(Calibrate, FreeParametersAreKnownAndDistinct) {
+  BenchAssumptions a;
+  a.gpu = "h100-sxm";
+  auto row = ParseBenchServeJson(kBench, "a.json", a);
+  ASSERT_TRUE(row.ok()) << row.status().ToString();
+  CalibrateOptions opt;
+  opt.max_evaluations = 2;
+  opt.leave_one_run_out = false;
+  opt.free = {"decode_mbu", "decode_mbu"};
+  EXPECT_EQ(Calibrate({*row}, opt).status().message(), "free parameter 'decode_mbu': twice");
+  opt.free = {"nonsense"};
+  EXPECT_EQ(Calibrate({*row}, opt).status().message(), "free parameter 'nonsense': unknown");
+}
+
 }  // namespace
 }  // namespace ttft
