@@ -14,6 +14,8 @@
 // Exit codes: 0 clean, 1 violations (ExitViolation), 2 usage or input errors.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -66,8 +68,11 @@ Result<Tokenizer> LoadTokenizer(const LintOpts& o) {
 // Diff mode: two template versions through the simulator, or two corpora's hit rates.
 Status RunDiff(const LintOpts& o, const CLI::App& app) {
   if (o.block_size <= 0) return Status::Invalid("--block-size must be > 0");
-  if (o.max_hit_rate_drop > 1) {
-    return Status::Invalid("--max-hit-rate-drop is a fraction in [0, 1]");
+  if (o.max_hit_rate_drop > 1 || std::isnan(o.max_hit_rate_drop)) {
+    return Status::Invalid("--max-hit-rate-drop is a fraction in [0, 1] (< 0: never fail)");
+  }
+  if (!std::isfinite(o.max_p99_increase)) {  // NaN compared false: the gate never failed
+    return Status::Invalid("--max-p99-increase must be a finite fraction (< 0: never fail)");
   }
   TTFT_ASSIGN_OR_RETURN(Tokenizer tok, LoadTokenizer(o));
   std::string report;
