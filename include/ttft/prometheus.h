@@ -54,6 +54,7 @@ std::vector<MetricSnapshot> SnapshotsFromSeries(std::span<const PromSeries> seri
 inline constexpr size_t kMaxPromResponseBytes = size_t{512} << 20;
 
 struct PromClientOptions {
+  // Checked by PromClient::Create: timeout_s in (0, 300], 1 to 10 attempts, back-off 0-60 s.
   double timeout_s = 5;            // bounds each attempt as a whole: connect, request, headers
                                    // and the last byte of the body (a slow-drip server times out)
   int max_attempts = 3;            // 1 + retries, for connection errors, timeouts and 5xx / 429

@@ -262,7 +262,9 @@ Runner RegisterLint(CLI::App& app) {
             "give either TEMPLATE (template mode) or --corpus (corpus mode); "
             "a corpus's template is --template");
       }
-      if (o->min_hit_rate > 1) return Status::Invalid("--min-hit-rate is a fraction in [0, 1]");
+      if (o->min_hit_rate > 1 || std::isnan(o->min_hit_rate)) {
+        return Status::Invalid("--min-hit-rate is a fraction in [0, 1]");
+      }
       std::optional<Template> tmpl;
       if (!o->corpus_template.empty()) {
         TTFT_ASSIGN_OR_RETURN(std::string src, ReadWhole(o->corpus_template, "template"));

@@ -77,6 +77,18 @@ Result<PromClient> PromClient::Create(const std::string& base_url, PromClientOpt
   if (!base_url.starts_with("http://")) {
     return Status::Invalid(fmt::format("{}: Prometheus URL must start with http://", base_url));
   }
+  // NaN or a huge value would reach a duration_cast to integer seconds (undefined).
+  if (!(options.timeout_s > 0 && options.timeout_s <= 300)) {
+    return Status::Invalid(
+        fmt::format("--timeout {}: expected seconds in (0, 300]", options.timeout_s));
+  }
+  if (options.max_attempts < 1 || options.max_attempts > 10 ||
+      !(options.initial_backoff_s >= 0 && options.initial_backoff_s <= 60)) {
+    return Status::Invalid(
+        fmt::format("Prometheus client: {} attempts, back-off {} s: expected "
+                    "1 to 10 attempts and 0 to 60 s",
+                    options.max_attempts, options.initial_backoff_s));
+  }
   auto impl = std::make_unique<Impl>();
   impl->base_url = base_url;
   while (!impl->base_url.empty() && impl->base_url.back() == '/') impl->base_url.pop_back();

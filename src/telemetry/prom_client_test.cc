@@ -234,6 +234,17 @@ TEST(PromClient, RetriesServerErrorsButNotRejectedQueries) {
 TEST(PromClient, RejectsBadUrlsAndWindows) {
   EXPECT_FALSE(PromClient::Create("127.0.0.1:9090").ok());
   EXPECT_FALSE(PromClient::Create("https://127.0.0.1:9090").ok());
+  // Options that cannot bound a request (NaN reached an integer duration_cast).
+  for (double t : {0.0, -1.0, std::nan(""), 1e300}) {
+    PromClientOptions o = FastOptions();
+    o.timeout_s = t;
+    EXPECT_EQ(PromClient::Create("http://127.0.0.1:1", o).status().code(),
+              StatusCode::kInvalidArgument)
+        << t;
+  }
+  PromClientOptions no_attempt = FastOptions();
+  no_attempt.max_attempts = 0;
+  EXPECT_FALSE(PromClient::Create("http://127.0.0.1:1", no_attempt).ok());
   auto client = PromClient::Create("http://127.0.0.1:1", FastOptions());
   ASSERT_TRUE(client.ok());
   auto r = FetchPromWindow(*client, "", 100, 100);
