@@ -127,6 +127,14 @@ TEST(VarsFileTest, ErrorsNameFileLineAndKey) {
   EXPECT_EQ(ParseVarsFile("m[99999999999999999999].content: static\n", "v.yaml").status().message(),
             "v.yaml:1: m[99999999999999999999].content: 'm[99999999999999999999].content': index "
             "beyond 2^63");  // was an uncaught std::out_of_range: "internal error: stoll"
+  // yaml-cpp stops deep nesting with the message "bad file" (at the column its scanner
+  // reached): say what it is.
+  const std::string deep =
+      ParseVarsFile("q: " + std::string(1000, '[') + std::string(1000, ']') + "\n", "v.yaml")
+          .status()
+          .message();
+  EXPECT_EQ(deep.rfind("v.yaml:1:", 0), 0u) << deep;
+  EXPECT_TRUE(deep.ends_with(": nested deeper than 500 levels")) << deep;
 }
 
 TEST(CorpusTest, ReaderNamesFileAndLine) {

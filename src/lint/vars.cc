@@ -1,5 +1,6 @@
 // The vars file of `ttft lint`: YAML, variable or path -> {class, sample} or a bare class.
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -149,6 +150,9 @@ Result<VarsFile> ParseVarsFile(std::string_view yaml, std::string_view source) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own message is "bad file"
+    return Status::Invalid(fmt::format("{}:{}:{}: nested deeper than {} levels", source,
+                                       e.mark.line + 1, e.mark.column + 1, e.depth()));
   } catch (const YAML::Exception& e) {
     return Status::Invalid(
         fmt::format("{}:{}:{}: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));

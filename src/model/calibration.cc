@@ -2,6 +2,7 @@
 #include "ttft/calibration.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -50,6 +51,9 @@ Result<CalibrationProfile> ParseCalibrationProfile(std::string_view yaml, const 
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own message is "bad file"
+    return Status::Invalid(
+        fmt::format("{}:{}: nested deeper than {} levels", name, e.mark.line + 1, e.depth()));
   } catch (const YAML::Exception& e) {
     return Status::Invalid(fmt::format("{}:{}: not YAML: {}", name, e.mark.line + 1, e.msg));
   }

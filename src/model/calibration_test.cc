@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace ttft {
 namespace {
 
@@ -47,6 +49,10 @@ TEST(CalibrationProfile, ErrorsNameLineAndField) {
             std::string::npos);
   EXPECT_NE(msg("ttft_calibration_profile: 1\nextra: 1\n").find("p.yaml:2: extra: unknown key"),
             std::string::npos);
+  // yaml-cpp stops deep nesting with the message "bad file": say what it is.
+  EXPECT_EQ(msg("ttft_calibration_profile: 1\ncost: " + std::string(1000, '[') +
+                std::string(1000, ']') + "\n"),
+            "p.yaml:2: nested deeper than 500 levels");
 }
 
 }  // namespace
