@@ -451,6 +451,10 @@ TEST_F(GateCli, RepeatedLooksWithAStateFile) {
   auto j = nlohmann::json::parse(in, nullptr, false);
   ASSERT_FALSE(j.is_discarded());
   EXPECT_EQ(j["looks"], 2);
+  // A look whose data ends before the state's last look: another rollout's state.
+  RunResult behind = RunTtft("gate " + Aa() + " --state " + state.string() + " --to 300");
+  EXPECT_EQ(behind.exit_code, 2) << behind.out << behind.err;
+  EXPECT_THAT(behind.err, HasSubstr("a state file of another rollout?"));
   std::ofstream(state) << "{\"looks\": \"many\"}";
   RunResult garbage = RunTtft("gate " + Aa() + " --state " + state.string());
   EXPECT_EQ(garbage.exit_code, 2);

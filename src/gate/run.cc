@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ttft/format.h"
 #include "ttft/gate.h"
 
 namespace ttft {
@@ -174,6 +175,16 @@ Result<GateResult> LookWithState(const GateRunOptions& o, const GateArmLoader& l
   TTFT_ASSIGN_OR_RETURN(GateArms arms, load(o.from_s, end, inc_from));
   if (arms.unavailable) return Inconclusive(*arms.unavailable);
   const bool metrics = arms.canary.from_metrics;
+  // A look sees the canary after the previous one; data that ends before it is another
+  // rollout's (or a window cut short), and would add nothing, look after look.
+  const std::vector<double>& arrivals = arms.canary.request_arrival_s;
+  const double data_end = metrics ? end : arrivals.empty() ? -INFINITY : arrivals.back();
+  if (state.looks > 0 && data_end < state.last_canary_arrival_s) {
+    return Status::Invalid(fmt::format(
+        "{}: its last look saw the canary up to {}, and this look's canary data ends at {}: "
+        "a state file of another rollout? (start a new one for a new rollout)",
+        o.state_path, numfmt::TimePoint(state.last_canary_arrival_s), numfmt::TimePoint(data_end)));
+  }
   GateResult r =
       LookSequential(o.config, arms.baseline, arms.canary,
                      arms.canary_increase ? &*arms.canary_increase : nullptr, o.final_look, state);
