@@ -235,6 +235,9 @@ TEST_F(BadInputCorpus, AStatsWindowSelectsScrapesAndAnEmptyWindowIsAnError) {
          "the window from t=100 s is not covered by two scrapes");
   Expect("stats " + all + " --from 30 --to 20", 2, "--from must be before --to");
   Expect("stats " + all + " --from nan", 2, "time \"nan\": expected seconds or an RFC 3339 time");
+  const std::string untimed =
+      Write("a.prom", Scrape(10, true)) + " " + Write("b.prom", Scrape(30, true));
+  Expect("stats " + untimed + " --from 20", 2, "2 of the scrapes carry no time");
   const std::string spans =
       Write("s.jsonl", R"({"request_id":"a","arrival_s":1,"ttft_s":0.1,"prompt_tokens":10})"
                        "\n");

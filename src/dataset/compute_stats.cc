@@ -145,6 +145,12 @@ Result<StatsResult> ComputeStats(std::span<const std::string> given, const Stats
   if (windowed && !live && !snaps.empty()) {
     // The scrapes covering the window, as the gate and the diagnosis take them.
     const double first_s = snaps.front().timestamp_s, last_s = snaps.back().timestamp_s;
+    if (data.untimed_scrapes > 0) {
+      return Status::Invalid(
+          fmt::format("--from/--to: {} of the scrapes carry no time (no sample timestamps, no "
+                      "t<seconds>.prom name), so a window cannot select them",
+                      data.untimed_scrapes));
+    }
     snaps = SnapshotsCovering(snaps, from_s, to_s);
     if (snaps.size() < 2) {
       return Status::Invalid(fmt::format(
