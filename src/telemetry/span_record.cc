@@ -40,6 +40,10 @@ std::string ValidateSpan(const SpanRecord& s) {
 }
 
 Result<ColumnMap> ColumnMap::Parse(std::string_view spec) {
+  auto is_field = [](std::string_view name) {
+    return std::find(std::begin(internal::kFieldNames), std::end(internal::kFieldNames), name) !=
+           std::end(internal::kFieldNames);
+  };
   ColumnMap map;
   while (!spec.empty()) {
     const size_t comma = spec.find(',');
@@ -71,8 +75,7 @@ Result<ColumnMap> ColumnMap::Parse(std::string_view spec) {
       source = source.substr(0, colon);
     }
     e.source = std::string(source);
-    if (std::find(std::begin(internal::kFieldNames), std::end(internal::kFieldNames), e.target) ==
-        std::end(internal::kFieldNames)) {
+    if (!is_field(e.target)) {
       return Status::Invalid(
           fmt::format("--columns: '{}': unknown span field '{}'", item, e.target));
     }
@@ -102,10 +105,7 @@ Result<ColumnMap> ColumnMap::Parse(std::string_view spec) {
                         map.entries[j].target, e.target, e.source));
       }
     }
-    const bool own_name =
-        std::find(std::begin(internal::kFieldNames), std::end(internal::kFieldNames), e.source) !=
-        std::end(internal::kFieldNames);
-    if (own_name && e.source != e.target && !target_of(e.source)) {
+    if (is_field(e.source) && e.source != e.target && !target_of(e.source)) {
       return Status::Invalid(fmt::format(
           "--columns: {}={}: '{}' is read as the span field of that name; map it to another "
           "field as well (e.g. {}=OTHER) or pick another source",
