@@ -54,13 +54,17 @@ std::vector<MetricSnapshot> SnapshotsFromSeries(std::span<const PromSeries> seri
 inline constexpr size_t kMaxPromResponseBytes = size_t{512} << 20;
 
 struct PromClientOptions {
-  // Checked by PromClient::Create: timeout_s in (0, 300], 1 to 10 attempts, back-off 0-60 s.
   double timeout_s = 5;            // bounds each attempt as a whole: connect, request, headers
                                    // and the last byte of the body (a slow-drip server times out)
   int max_attempts = 3;            // 1 + retries, for connection errors, timeouts and 5xx / 429
   double initial_backoff_s = 0.2;  // doubled after each failed attempt
   size_t max_response_bytes = kMaxPromResponseBytes;  // over it: InvalidArgument, no retry
 };
+
+// timeout_s in (0, 300], 1 to 10 attempts, a back-off of 0 to 60 s; else InvalidArgument
+// naming the value. PromClient::Create checks its options with it; so do the commands
+// that take --timeout before they know whether they will query a server.
+Status CheckPromClientOptions(const PromClientOptions& options);
 
 // A minimal client for the Prometheus HTTP API. Errors: Unavailable when the
 // server cannot be reached or does not answer within timeout_s after every attempt

@@ -12,6 +12,7 @@
 
 #include "ttft/format.h"
 #include "ttft/gate.h"
+#include "ttft/prometheus.h"
 
 namespace ttft {
 namespace {
@@ -257,9 +258,7 @@ Status CheckGateSource(const GateSource& f) {
     return Status::Invalid(
         fmt::format("--prometheus {}: expected http://HOST:PORT", f.prometheus_url));
   }
-  if (!(f.client.timeout_s > 0 && f.client.timeout_s <= 300)) {
-    return Status::Invalid("--timeout: expected seconds in (0, 300]");
-  }
+  TTFT_RETURN_IF_ERROR(CheckPromClientOptions(f.client));
   if (!(f.step_s > 0)) return Status::Invalid("--step: expected seconds > 0");
   TTFT_ASSIGN_OR_RETURN(Match bsel, SelectorOf(f.baseline_selector, "--baseline-selector"));
   TTFT_ASSIGN_OR_RETURN(Match csel, SelectorOf(f.canary_selector, "--canary-selector"));

@@ -73,10 +73,7 @@ PromClient::PromClient(PromClient&&) noexcept = default;
 PromClient& PromClient::operator=(PromClient&&) noexcept = default;
 PromClient::~PromClient() = default;
 
-Result<PromClient> PromClient::Create(const std::string& base_url, PromClientOptions options) {
-  if (!base_url.starts_with("http://")) {
-    return Status::Invalid(fmt::format("{}: Prometheus URL must start with http://", base_url));
-  }
+Status CheckPromClientOptions(const PromClientOptions& options) {
   // NaN or a huge value would reach a duration_cast to integer seconds (undefined).
   if (!(options.timeout_s > 0 && options.timeout_s <= 300)) {
     return Status::Invalid(
@@ -89,6 +86,14 @@ Result<PromClient> PromClient::Create(const std::string& base_url, PromClientOpt
                     "1 to 10 attempts and 0 to 60 s",
                     options.max_attempts, options.initial_backoff_s));
   }
+  return Status::Ok();
+}
+
+Result<PromClient> PromClient::Create(const std::string& base_url, PromClientOptions options) {
+  if (!base_url.starts_with("http://")) {
+    return Status::Invalid(fmt::format("{}: Prometheus URL must start with http://", base_url));
+  }
+  TTFT_RETURN_IF_ERROR(CheckPromClientOptions(options));
   auto impl = std::make_unique<Impl>();
   impl->base_url = base_url;
   while (!impl->base_url.empty() && impl->base_url.back() == '/') impl->base_url.pop_back();
