@@ -61,7 +61,7 @@ struct TimeRange {
   bool valid() const { return std::isfinite(from_s) && std::isfinite(to_s) && from_s < to_s; }
 };
 
-// Parses "FROM:TO" (each as ParseTime). `flag` names the option in errors.
+// Parses "FROM:TO" (each as ParseTime), FROM < TO. `flag` names the option in errors.
 Result<TimeRange> ParseTimeRange(std::string_view text, std::string_view flag);
 
 // -----------------------------------------------------------------------------
@@ -246,7 +246,9 @@ struct WindowRequest {
 // otherwise WindowsAround the change (given, else the recorded one) with the given
 // window, else the widest symmetric one. Errors (InvalidArgument) say what is missing
 // or wrong: no times in the data, one explicit range without the other, overlapping
-// ranges, no change time, a change outside the data, a negative or non-finite window.
+// ranges, an explicit range that holds none of the arrivals, no change time, a change
+// outside the data, a negative or non-finite window. Explicit ranges may come in either
+// order (an incident before a recovered baseline is a comparison too).
 Result<AnalysisWindows> ChooseWindows(const WindowRequest& request, const Dataset& data);
 
 }  // namespace ttft

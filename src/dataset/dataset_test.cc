@@ -75,6 +75,12 @@ TEST(ParseTimeRange, SplitsAtTheColonThatLeavesTwoTimes) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("--baseline-window"), std::string::npos);
   EXPECT_FALSE(ParseTimeRange("100:x", "--w").ok());
+  for (const char* empty : {"300:100", "100:100"}) {
+    const auto reversed = ParseTimeRange(empty, "--incident-window");
+    ASSERT_FALSE(reversed.ok()) << empty;
+    EXPECT_NE(reversed.status().message().find("--incident-window"), std::string::npos);
+    EXPECT_NE(reversed.status().message().find("must be before TO"), std::string::npos);
+  }
 }
 
 TEST(ReadEvents, JsonLinesArrayObjectAndOneLine) {
@@ -398,6 +404,21 @@ TEST(ChooseWindows, ErrorsSayWhatToGive) {
   overlap.baseline = TimeRange{10, 25};
   overlap.incident = TimeRange{20, 40};
   EXPECT_NE(msg(overlap).find("overlap"), std::string::npos);
+  WindowRequest unix_time;  // the data are in seconds of the run
+  unix_time.baseline = TimeRange{1.7e9, 1.7e9 + 10};
+  unix_time.incident = TimeRange{20, 40};
+  EXPECT_NE(msg(unix_time).find("--baseline-window [2023-11-14T22:13:20Z, 22:13:30Z) is outside "
+                                "the data, whose arrivals run from t=10 s to t=40 s"),
+            std::string::npos)
+      << msg(unix_time);
+  WindowRequest before;  // ends where the first arrival is: [0, 10) holds none
+  before.baseline = TimeRange{20, 40};
+  before.incident = TimeRange{0, 10};
+  EXPECT_NE(msg(before).find("--incident-window"), std::string::npos);
+  WindowRequest reversed_order;  // either order is a comparison
+  reversed_order.baseline = TimeRange{25, 41};
+  reversed_order.incident = TimeRange{10, 25};
+  EXPECT_TRUE(ChooseWindows(reversed_order, data).ok());
   for (double bad : {-5.0, std::nan(""), static_cast<double>(INFINITY)}) {
     WindowRequest r;
     r.change_at_s = 20;

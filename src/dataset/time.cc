@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ttft/dataset.h"
+#include "ttft/format.h"
 
 namespace ttft {
 namespace {
@@ -109,7 +110,13 @@ Result<TimeRange> ParseTimeRange(std::string_view s, std::string_view flag) {
        colon = s.find(':', colon + 1)) {
     auto a = ParseTime(s.substr(0, colon));
     auto b = ParseTime(s.substr(colon + 1));
-    if (a.ok() && b.ok()) return TimeRange{*a, *b};
+    if (!a.ok() || !b.ok()) continue;
+    if (!(*a < *b)) {
+      // An empty or reversed range would select no span; said rather than analysed.
+      return Status::Invalid(fmt::format("{} \"{}\": FROM ({}) must be before TO ({})", flag, s,
+                                         numfmt::TimePoint(*a), numfmt::TimePoint(*b)));
+    }
+    return TimeRange{*a, *b};
   }
   if (s.find(':') == std::string_view::npos) {
     return Status::Invalid(fmt::format("{} \"{}\": expected FROM:TO", flag, s));

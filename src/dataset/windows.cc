@@ -35,6 +35,18 @@ Result<AnalysisWindows> ChooseWindows(const WindowRequest& req, const Dataset& d
           fmt::format("the baseline [{}, {}) and incident [{}, {}) windows overlap", b.from_s,
                       b.to_s, i.from_s, i.to_s));
     }
+    // A window that misses every arrival is most often in another time base; said here,
+    // by flag, rather than later as a window without requests.
+    for (const auto& [range, flag] :
+         {std::pair{b, "--baseline-window"}, std::pair{i, "--incident-window"}}) {
+      if (range.to_s <= lo || range.from_s > hi) {
+        return Status::Invalid(fmt::format(
+            "{} {} is outside the data, whose arrivals run from {} to {} (check the time "
+            "base: seconds of the run vs Unix time)",
+            flag, numfmt::Window(range.from_s, range.to_s), numfmt::TimePoint(lo),
+            numfmt::TimePoint(hi)));
+      }
+    }
     return AnalysisWindows{req.change_at_s, b, i};
   }
   // A simulate folder's own windows, when nothing else was asked.
