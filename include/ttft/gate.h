@@ -178,7 +178,9 @@ GateArm ArmFromSpans(const SpanTable& table, std::span<const uint32_t> rows);
 Result<GateArm> ArmFromMetrics(std::span<const MetricSnapshot> snapshots,
                                std::span<const std::pair<std::string, std::string>> match);
 
-// Parses a selector "name=value[,name=value...]". InvalidArgument names `flag`.
+// Parses a selector "name=value[,name=value...]" (blanks around names and values
+// ignored, a value may be quoted). InvalidArgument names `flag`; a label given twice is
+// one (it would select nothing).
 Result<std::vector<std::pair<std::string, std::string>>> ParseSelector(std::string_view text,
                                                                        std::string_view flag);
 

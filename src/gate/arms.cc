@@ -38,6 +38,12 @@ Status SumHistogram(const MetricSnapshot& delta, CanonicalMetric m,
   return Status::Ok();
 }
 
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
 }  // namespace
 
 GateArm ArmFromSpans(const SpanTable& t, std::span<const uint32_t> rows) {
@@ -146,11 +152,26 @@ Result<std::vector<std::pair<std::string, std::string>>> ParseSelector(std::stri
       return Status::Invalid(
           fmt::format("{} '{}': expected name=value[,name=value...]", flag, text));
     }
-    std::string value(item.substr(eq + 1));
+    std::string value(Trim(item.substr(eq + 1)));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
       value = value.substr(1, value.size() - 2);
     }
-    out.emplace_back(std::string(item.substr(0, eq)), value);
+    std::string name(Trim(item.substr(0, eq)));
+    if (name.empty()) {
+      return Status::Invalid(
+          fmt::format("{} '{}': expected name=value[,name=value...]", flag, text));
+    }
+    // A span or series carries one value per label: a second matcher on the same label
+    // would select nothing, silently.
+    for (const auto& [seen, seen_value] : out) {
+      if (seen == name) {
+        return Status::Invalid(fmt::format(
+            "{} '{}': label '{}' given twice ('{}' and '{}'): a request carries one value per "
+            "label, so both together select nothing",
+            flag, text, name, seen_value, value));
+      }
+    }
+    out.emplace_back(std::move(name), std::move(value));
     start = end + 1;
   }
   return out;

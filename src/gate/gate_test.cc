@@ -404,6 +404,14 @@ TEST(GateSelectors, Parse) {
   EXPECT_EQ((*s)[1].second, "acme");
   EXPECT_THAT(ParseSelector("deploy", "--canary-selector").status().message(),
               HasSubstr("--canary-selector 'deploy': expected name=value"));
+  s = ParseSelector("deploy = v1, tenant=acme", "--baseline-selector");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)[0], (std::pair<std::string, std::string>{"deploy", "v1"}));
+  EXPECT_EQ((*s)[1].first, "tenant");
+  EXPECT_THAT(ParseSelector("replica=a,replica=b", "--canary-selector").status().message(),
+              HasSubstr("label 'replica' given twice ('a' and 'b')"));
+  EXPECT_THAT(ParseSelector(" =v1", "--canary-selector").status().message(),
+              HasSubstr("expected name=value"));
 }
 
 TEST(GateSelectors, SelectRowsBySpanLabel) {
