@@ -74,7 +74,8 @@ struct EngineConfig {
   // max_model_len request, or the weights do not fit.
   Result<int64_t> KvCapacityBlocks() const;
   // Checks ranges and cross-field rules (e.g. chunked prefill off needs
-  // max_num_batched_tokens >= max_model_len, as vLLM requires).
+  // max_num_batched_tokens >= max_model_len, as vLLM requires); the cost parameters
+  // against CostParamFields' ranges (ttft/calibration.h), as a profile's are.
   Status Validate() const;
 };
 

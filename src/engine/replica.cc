@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "absl/container/flat_hash_map.h"
+#include "ttft/calibration.h"
 #include "ttft/engine.h"
 
 namespace ttft {
@@ -78,26 +79,20 @@ Status EngineConfig::Validate() const {
   if (long_prefill_token_threshold < 0) {
     return Status::Invalid("long_prefill_token_threshold: must be >= 0");
   }
-  const CostParams& c = cost;
-  if (!(c.prefill_mfu > 0 && c.prefill_mfu <= 1) || !(c.decode_mbu > 0 && c.decode_mbu <= 1) ||
-      !(c.kv_mbu > 0 && c.kv_mbu <= 1) || !(c.gqa_kv_mbu >= 0 && c.gqa_kv_mbu <= 1)) {
-    return Status::Invalid(
-        "cost: prefill_mfu, decode_mbu and kv_mbu must be in (0, 1], gqa_kv_mbu in [0, 1] "
-        "(0: tied to kv_mbu)");
+  // One definition of a valid cost parameter, the calibration profile's
+  // (CostParamFields), for a scenario, a profile and a flag alike: the bounds exclude a
+  // zero efficiency (a division by zero) and values no GPU reaches.
+  for (const CostParamField& f : CostParamFields()) {
+    const double x = cost.*(f.field);
+    if (!(x >= f.min && x <= f.max)) {
+      return Status::Invalid(
+          fmt::format("cost.{}: {} is outside {}..{}{}", f.name, x, f.min, f.max,
+                      f.zero_means ? fmt::format(" (0: {})", f.zero_means) : std::string()));
+    }
   }
-  if (!(c.step_overhead_s >= 0) || !(c.layer_overhead_s >= 0) || !(c.seq_overhead_s >= 0) ||
-      !(c.allreduce_latency_s >= 0) || !(c.front_end_s >= 0) || !(c.slowdown > 0) ||
-      !(c.prefill_layer_overhead_s >= 0) || !std::isfinite(c.prefill_layer_overhead_s) ||
-      !(c.front_end_s_per_prompt_token >= 0) || !std::isfinite(c.front_end_s_per_prompt_token)) {
-    return Status::Invalid("cost: overheads must be >= 0 and slowdown > 0");
-  }
-  if (!(c.prefill_n_half_tokens >= 0) || !std::isfinite(c.prefill_n_half_tokens)) {
+  if (!(cost.slowdown > 0) || !std::isfinite(cost.slowdown)) {
     return Status::Invalid(
-        fmt::format("cost.prefill_n_half_tokens: must be >= 0, got {}", c.prefill_n_half_tokens));
-  }
-  if (!(c.allreduce_bus_gbps > 0) || !std::isfinite(c.allreduce_bus_gbps)) {
-    return Status::Invalid(
-        fmt::format("cost.allreduce_bus_gbps: must be > 0, got {}", c.allreduce_bus_gbps));
+        fmt::format("cost.slowdown: must be a finite number > 0, got {}", cost.slowdown));
   }
   return Status::Ok();
 }

@@ -4,6 +4,7 @@
 #include <memory>
 #include <random>
 
+#include "ttft/calibration.h"
 #include "ttft/engine.h"
 
 namespace ttft {
@@ -370,6 +371,28 @@ TEST(EngineConfig, ValidationMessagesNameTheField) {
   EngineConfig d = SmallConfig(10);
   d.max_model_len = 100000;
   EXPECT_NE(d.KvCapacityBlocks().status().message().find("max_model_len"), std::string::npos);
+}
+
+TEST(EngineConfig, CostParametersHaveTheProfilesRanges) {
+  EngineConfig c = SmallConfig(10);
+  ASSERT_TRUE(c.Validate().ok());
+  c.cost.prefill_mfu = 1e-300;  // would print as "MFU 0.00" and prefill for 1e297 s
+  EXPECT_EQ(c.Validate().message(), "cost.prefill_mfu: 1e-300 is outside 0.001..1");
+  c.cost.prefill_mfu = std::nan("");
+  EXPECT_NE(c.Validate().message().find("cost.prefill_mfu: nan"), std::string::npos);
+  c = SmallConfig(10);
+  c.cost.gqa_kv_mbu = -1;
+  EXPECT_EQ(c.Validate().message(), "cost.gqa_kv_mbu: -1 is outside 0..1 (0: tied to kv_mbu)");
+  c = SmallConfig(10);
+  for (const CostParamField& f : CostParamFields()) {  // each bound is a valid value
+    for (double x : {f.min, f.max}) {
+      EngineConfig e = c;
+      e.cost.*(f.field) = x;
+      EXPECT_TRUE(e.Validate().ok()) << f.name << " = " << x << ": " << e.Validate().ToString();
+    }
+  }
+  c.cost.slowdown = 0;
+  EXPECT_NE(c.Validate().message().find("cost.slowdown"), std::string::npos);
 }
 
 TEST(Histogram, BucketsAndBuild125) {
