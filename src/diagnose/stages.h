@@ -47,7 +47,8 @@ struct InputShape {
 
 // Errors (InvalidArgument): an empty window range, overlapping windows on the same
 // table, neither spans nor >= 2 snapshots per window, an options.model or options.gpu
-// that is not a cost-model preset (the message lists the presets).
+// that is not a cost-model preset (the message lists the presets), an options.dtype
+// that is not one, a negative options.tp, an options.min_ok_requests below 1.
 Result<InputShape> ValidateInput(const DiagnosisInput& in);
 
 // The buffers every pass over a window reuses, and whether the two windows are

@@ -88,6 +88,26 @@ TEST(ValidateInput, AnExplicitUnknownModelOrGpuIsAnErrorNamingThePresets) {
   EXPECT_TRUE(ValidateInput(in).ok());
 }
 
+TEST(ValidateInput, ADtypeATpAndARequestMinimumOutsideTheirRangesAreErrors) {
+  SpanTable t;
+  DiagnosisInput in;
+  in.baseline = {&t, 0, 100};
+  in.incident = {&t, 100, 200};
+  in.options.dtype = "int3";
+  EXPECT_THAT(ValidateInput(in).status().message(), HasSubstr("--dtype: unknown dtype 'int3'"));
+  in.options.dtype = "bf16";
+  in.options.tp = -3;  // was priced as the default TP2, silently
+  EXPECT_THAT(ValidateInput(in).status().message(), HasSubstr("tp -3 (DiagnoseOptions::tp, --tp)"));
+  in.options.tp = 0;  // the default
+  EXPECT_TRUE(ValidateInput(in).ok());
+  for (int64_t bad : {0, -5}) {
+    in.options.min_ok_requests = bad;
+    EXPECT_THAT(ValidateInput(in).status().message(), HasSubstr("--min-requests): must be >= 1"));
+  }
+  in.options.min_ok_requests = 1;
+  EXPECT_TRUE(ValidateInput(in).ok());
+}
+
 TEST(EstimateMagnitude, AnUnknownModelLabelInTheSpansIsANoteAndTheDefaultPricesIt) {
   SpanTable t;
   for (int i = 0; i < 400; ++i) {

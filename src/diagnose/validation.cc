@@ -155,6 +155,20 @@ Result<InputShape> ValidateInput(const DiagnosisInput& in) {
         fmt::format("unknown gpu \"{}\" (DiagnoseOptions::gpu, --gpu); the GPU presets are: {}",
                     o.gpu, fmt::join(GpuNames(), ", ")));
   }
+  if (!o.dtype.empty()) {
+    TTFT_RETURN_IF_ERROR(
+        ParseDtype(o.dtype).status().WithContext("DiagnoseOptions::dtype, --dtype"));
+  }
+  if (o.tp < 0) {
+    return Status::Invalid(
+        fmt::format("tp {} (DiagnoseOptions::tp, --tp): must be >= 1 (0: the default, 2)", o.tp));
+  }
+  if (o.min_ok_requests < 1) {
+    // A p99 of no request is no figure; the verdict would rest on NaN.
+    return Status::Invalid(fmt::format(
+        "min_ok_requests {} (DiagnoseOptions::min_ok_requests, --min-requests): must be >= 1",
+        o.min_ok_requests));
+  }
   InputShape shape;
   shape.has_spans = A.table != nullptr && B.table != nullptr;
   shape.has_metrics = in.baseline_snapshots.size() >= 2 && in.incident_snapshots.size() >= 2;
