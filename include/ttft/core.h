@@ -199,6 +199,19 @@ inline int64_t SaturatingCount(double v) {
 }
 
 // -----------------------------------------------------------------------------
+// YAML nesting
+// -----------------------------------------------------------------------------
+
+// yaml-cpp's parser recurses once per nesting level, so the YAML readers (scenarios,
+// gate configs) bound the nesting of the text before they parse it. Returns the
+// first line (1-based) at which `text` is open inside more than `max_flow` flow
+// brackets ('[', '{'), or is indented by more than `max_block` block columns (a space
+// is one; a "- ", "? " or ": " indicator before the content two), else 0.
+// Conservative: brackets inside quoted scalars and comments count too.
+//   YamlNestingExceededAt("a: [[[1]]]", 2, 64) == 1
+int YamlNestingExceededAt(std::string_view text, int max_flow, int max_block);
+
+// -----------------------------------------------------------------------------
 // Large arrays
 // -----------------------------------------------------------------------------
 //

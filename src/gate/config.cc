@@ -165,33 +165,6 @@ class ConfigParser {
   std::string name_;
 };
 
-// yaml-cpp recurses once per nesting level: bound the nesting (flow brackets and
-// indentation) before parsing so that hostile input cannot exhaust the stack. A gate
-// config is three levels deep.
-bool TooDeep(std::string_view text) {
-  constexpr int kMaxFlow = 32;
-  constexpr size_t kMaxIndent = 128;
-  int flow = 0;
-  size_t indent = 0;
-  bool at_line_start = true;
-  for (char c : text) {
-    if (c == '\n') {
-      at_line_start = true;
-      indent = 0;
-      continue;
-    }
-    if (at_line_start && (c == ' ' || c == '-' || c == '\t')) {
-      if (++indent > kMaxIndent) return true;
-      continue;
-    }
-    at_line_start = false;
-    if (c == '[' || c == '{') ++flow;
-    if ((c == ']' || c == '}') && flow > 0) --flow;
-    if (flow > kMaxFlow) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 Result<GateConfig> ParseGateConfig(std::string_view text, const std::string& name) {
@@ -199,7 +172,13 @@ Result<GateConfig> ParseGateConfig(std::string_view text, const std::string& nam
   if (text.size() > kMaxBytes) {
     return Status::Invalid(fmt::format("{}: larger than {} bytes", name, kMaxBytes));
   }
-  if (TooDeep(text)) return Status::Invalid(fmt::format("{}: nested too deeply", name));
+  // A gate config is three levels deep; 32 flow brackets or 128 columns is hostile input.
+  constexpr int kMaxFlow = 32, kMaxBlock = 128;
+  if (const int line = YamlNestingExceededAt(text, kMaxFlow, kMaxBlock); line > 0) {
+    return Status::Invalid(
+        fmt::format("{}:{}: nested too deeply (more than {} brackets or {} columns of indentation)",
+                    name, line, kMaxFlow, kMaxBlock));
+  }
   try {
     YAML::Node root = YAML::Load(std::string(text));
     if (!root.IsDefined() || root.IsNull()) return DefaultGateConfig();

@@ -255,7 +255,10 @@ TEST(GateConfigTest, ErrorsNameFileAndLine) {
   EXPECT_THAT(ConfigError("criteria: []\n"), HasSubstr("criteria: expected a non-empty list"));
   EXPECT_THAT(ConfigError("criteria: [\n"), HasSubstr("gate.yaml:"));
   EXPECT_THAT(ConfigError("- 1\n- 2\n"), HasSubstr("gate.yaml:1: (top level): expected a map"));
-  EXPECT_EQ(ConfigError(std::string(100000, '[')), "gate.yaml: nested too deeply");
+  EXPECT_EQ(ConfigError(std::string(100000, '[')),
+            "gate.yaml:1: nested too deeply (more than 32 brackets or 128 columns of indentation)");
+  EXPECT_THAT(ConfigError("criteria:\n" + std::string(200, ' ') + "- x\n"),
+              HasSubstr("gate.yaml:2: nested too deeply"));
   EXPECT_THAT(ConfigError("criteria:\n  - {metric: [1, 2]}\n"),
               HasSubstr("criteria[0].metric: unknown metric"));
 }

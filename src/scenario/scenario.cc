@@ -1288,42 +1288,6 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   return sc;
 }
 
-// yaml-cpp recurses once per nesting level; bound the depth before parsing so that
-// hostile input cannot overflow the stack. Conservative: counts flow brackets, and
-// block nesting by indentation plus "- " indicators.
-bool TooDeep(std::string_view text) {
-  constexpr int kMaxDepth = 64;
-  int flow = 0;
-  size_t line_start = 0;
-  while (line_start <= text.size()) {
-    size_t end = text.find('\n', line_start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(line_start, end - line_start);
-    size_t i = 0;
-    int block = 0;
-    while (i < line.size()) {
-      if (line[i] == ' ') {
-        ++block;
-        ++i;
-      } else if ((line[i] == '-' || line[i] == '?' || line[i] == ':') && i + 1 < line.size() &&
-                 (line[i + 1] == ' ' || line[i + 1] == '\t')) {
-        block += 2;
-        i += 2;
-      } else {
-        break;
-      }
-    }
-    for (char c : line) {
-      if (c == '[' || c == '{') ++flow;
-      if ((c == ']' || c == '}') && flow > 0) --flow;
-      if (flow > kMaxDepth) return true;
-    }
-    if (block > 4 * kMaxDepth) return true;
-    line_start = end + 1;
-  }
-  return false;
-}
-
 }  // namespace
 
 void ApplyCalibration(Scenario& sc, const CalibrationProfile& profile) {
@@ -1356,8 +1320,12 @@ Result<Scenario> ParseScenario(std::string_view yaml_text, const std::string& so
     }
     pos = end + 1;
   }
-  if (TooDeep(yaml_text)) {
-    return Status::Invalid(fmt::format("{}: nested too deeply", source_name));
+  // A scenario nests a few levels; 64 flow brackets or 256 columns is hostile input.
+  constexpr int kMaxFlow = 64, kMaxBlock = 256;
+  if (const int line = YamlNestingExceededAt(yaml_text, kMaxFlow, kMaxBlock); line > 0) {
+    return Status::Invalid(
+        fmt::format("{}:{}: nested too deeply (more than {} brackets or {} columns of indentation)",
+                    source_name, line, kMaxFlow, kMaxBlock));
   }
   try {
     YAML::Node root = YAML::Load(std::string(yaml_text));

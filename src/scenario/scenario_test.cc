@@ -447,7 +447,8 @@ TEST(ScenarioTest, MalformedYamlReportsLine) {
   EXPECT_THAT(ErrorOf("name: t\n  bad: indent\n"), testing::StartsWith("s.yaml:2: invalid YAML"));
   EXPECT_EQ(ErrorOf(""), "s.yaml:1: (top level): expected a map, got nothing");
   EXPECT_EQ(ErrorOf("- 1\n- 2\n"), "s.yaml:1: (top level): expected a map, got a list");
-  EXPECT_EQ(ErrorOf(std::string(200, '[')), "s.yaml: nested too deeply");
+  EXPECT_EQ(ErrorOf("name: t\nx: " + std::string(200, '[')),
+            "s.yaml:2: nested too deeply (more than 64 brackets or 256 columns of indentation)");
   EXPECT_EQ(ErrorOf("name: t\n"), "s.yaml:1: duration_s: missing");
 }
 
