@@ -388,6 +388,35 @@ TEST_F(DiagnoseErrors, ChangeTimeOutsideTheDataIsRefused) {
   RunResult rfc = RunTtft("diagnose " + Spans() + " --change-at 2025-06-01T12:00:00Z");
   EXPECT_EQ(rfc.exit_code, 2);
   EXPECT_THAT(rfc.err, ::testing::HasSubstr("outside the data"));
+  // An absurd time in four significant digits, not 300.
+  RunResult huge = RunTtft("diagnose " + Spans() + " --change-at 1e300");
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_THAT(huge.err, ::testing::HasSubstr("--change-at 1e+300 is outside the data"));
+  EXPECT_LT(huge.err.size(), 300u) << huge.err;
+  // --window's message says what its default 0 means.
+  RunResult neg = RunTtft("diagnose " + Spans() + " --change-at 1800 --window=-1");
+  EXPECT_EQ(neg.exit_code, 2);
+  EXPECT_THAT(neg.err, ::testing::HasSubstr("--window must be a finite number >= 0 (0: as long"));
+}
+
+TEST_F(DiagnoseErrors, ExplicitWindowsThatAreEmptyOrMissTheDataAreRefused) {
+  RunResult reversed =
+      RunTtft("diagnose " + Spans() + " --baseline-window 900:0 --incident-window 900:1800");
+  EXPECT_EQ(reversed.exit_code, 2);
+  EXPECT_EQ(reversed.err,
+            "ttft diagnose: --baseline-window \"900:0\": FROM (t=900 s) must be before TO "
+            "(t=0 s)\n");
+  RunResult unix_time = RunTtft("diagnose " + Spans() +
+                                " --baseline-window 0:900 --incident-window "
+                                "2025-06-01T12:00:00Z:2025-06-01T12:30:00Z");
+  EXPECT_EQ(unix_time.exit_code, 2);
+  EXPECT_THAT(unix_time.err,
+              ::testing::HasSubstr("--incident-window [2025-06-01T12:00:00Z, 12:30:00Z) is "
+                                   "outside the data, whose arrivals run from t="));
+  EXPECT_EQ(std::count(unix_time.err.begin(), unix_time.err.end(), '\n'), 1) << unix_time.err;
+  RunResult tp = RunTtft("diagnose " + Spans() + " --change-at 1800 --tp=-2 --no-attribution");
+  EXPECT_EQ(tp.exit_code, 2);
+  EXPECT_THAT(tp.err, ::testing::HasSubstr("--tp): must be >= 1"));
 }
 
 TEST_F(DiagnoseErrors, DifferentModelsAreNotComparable) {
@@ -463,6 +492,10 @@ TEST(Cost, PrintsTheSeedNumbers) {
   RunResult bad = RunTtft("cost --tp 3");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, ::testing::HasSubstr("tp"));
+  // The calibration profile's range (it printed "MFU 0.00" and a 1e297 s prefill).
+  RunResult tiny = RunTtft("cost --prefill-mfu 1e-300");
+  EXPECT_EQ(tiny.exit_code, 2);
+  EXPECT_EQ(tiny.err, "ttft cost: --prefill-mfu: cost.prefill_mfu: 1e-300 is outside 0.001..1\n");
 }
 
 // --calibration prices with a profile's parameters; --batch/--context add a decode

@@ -181,6 +181,18 @@ TEST(WhatIf, BadInputIsExit2NamingTheFile) {
   auto stray = RunTtft("lint " + kSeed + "app-v1.jinja --vars " + kSeed + "vars.yaml --seeds 3");
   EXPECT_EQ(stray.exit_code, 2);
   EXPECT_NE(stray.err.find("--seeds is for diff mode"), std::string::npos) << stray.err;
+
+  // A NaN threshold compared false: the gate could never fail. Each is an error now.
+  for (const char* flag : {"--max-p99-increase", "--max-hit-rate-drop"}) {
+    auto nan =
+        RunTtft(WhatIf(kSeed + "app-v1.jinja", kSeed + "app-v2.jinja", std::string(flag) + " nan"));
+    EXPECT_EQ(nan.exit_code, 2) << flag;
+    EXPECT_NE(nan.err.find(flag), std::string::npos) << nan.err;
+  }
+  auto nan_min = RunTtft("lint --corpus " + broken + " --min-hit-rate nan");
+  EXPECT_EQ(nan_min.exit_code, 2);
+  EXPECT_NE(nan_min.err.find("--min-hit-rate is a fraction in [0, 1]"), std::string::npos)
+      << nan_min.err;
   fs::remove_all(dir);
 }
 
