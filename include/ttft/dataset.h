@@ -64,6 +64,10 @@ struct TimeRange {
 // Parses "FROM:TO" (each as ParseTime), FROM < TO. `flag` names the option in errors.
 Result<TimeRange> ParseTimeRange(std::string_view text, std::string_view flag);
 
+// The --from/--to window check of `ttft stats` and `ttft gate`: InvalidArgument unless
+// from_s < to_s (either may be infinite: open on that side; NaN is no window).
+Status CheckFromTo(double from_s, double to_s);
+
 // -----------------------------------------------------------------------------
 // Change annotations (the events file)
 // -----------------------------------------------------------------------------

@@ -386,8 +386,9 @@ Status WriteGateState(const std::string& path, const SequentialGate& state);
 // sequential state in memory. Arms that cannot be had give an Inconclusive result
 // with the reason (under repeated looks that look only: the next one may succeed).
 // `on_look`, when set, gets one line per repeated look ("look 2: Inconclusive
-// (reason)"). Errors: the loader's, a state file that cannot be read or written, and
-// metrics under a state file without a window end for every look.
+// (reason)"). Errors: a from_s not before to_s (CheckFromTo), the loader's, a state
+// file that cannot be read or written, and metrics under a state file without a window
+// end for every look.
 // REQUIRES: every_s and for_s both 0, or 0 < every_s <= for_s; not both repeated
 // looks and a state file; final_look only with a state file.
 Result<GateResult> RunGate(const GateRunOptions& options, const GateArmLoader& load,

@@ -97,10 +97,7 @@ Result<StatsResult> ComputeStats(std::span<const std::string> given, const Stats
   }
   const double from_s = req.summary.from_s, to_s = req.summary.to_s;
   const bool windowed = from_s != -INFINITY || to_s != INFINITY;
-  if (std::isnan(from_s) || std::isnan(to_s) || !(from_s < to_s)) {
-    return Status::Invalid(
-        fmt::format("--from {} --to {}: not a window (--from must be before --to)", from_s, to_s));
-  }
+  TTFT_RETURN_IF_ERROR(CheckFromTo(from_s, to_s));
   // The first input decides between metrics and spans.
   InputFormat kind = req.load.read.format;
   if (live) {

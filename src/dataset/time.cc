@@ -128,4 +128,12 @@ Result<TimeRange> ParseTimeRange(std::string_view s, std::string_view flag) {
   return TimeRange{a, b};
 }
 
+Status CheckFromTo(double from_s, double to_s) {
+  if (std::isnan(from_s) || std::isnan(to_s) || !(from_s < to_s)) {
+    return Status::Invalid(
+        fmt::format("--from {} --to {}: not a window (--from must be before --to)", from_s, to_s));
+  }
+  return Status::Ok();
+}
+
 }  // namespace ttft

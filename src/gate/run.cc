@@ -325,6 +325,8 @@ Status WriteGateState(const std::string& path, const SequentialGate& state) {
 Result<GateResult> RunGate(const GateRunOptions& options, const GateArmLoader& load,
                            GateClock& clock,
                            const std::function<void(const std::string&)>& on_look) {
+  // A reversed window judged nothing and said Inconclusive: "too few samples".
+  TTFT_RETURN_IF_ERROR(CheckFromTo(options.from_s, options.to_s));
   if (options.every_s > 0) return LookRepeatedly(options, load, clock, on_look);
   if (!options.state_path.empty()) return LookWithState(options, load, clock);
   TTFT_ASSIGN_OR_RETURN(GateArms arms, load(options.from_s, WindowEnd(options, clock), kMissing));

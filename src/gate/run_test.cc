@@ -316,6 +316,23 @@ TEST(GateRepeatedLooks, AnUnavailableLookIsNotAVerdict) {
   EXPECT_THAT(d->reason, HasSubstr("connection refused"));
 }
 
+TEST(GateRun, AWindowThatIsNoneIsAnErrorBeforeAnyLoad) {
+  for (const auto& [from_s, to_s] :
+       std::vector<std::pair<double, double>>{{100, 50}, {100, 100}, {std::nan(""), 50}}) {
+    for (double every_s : {0.0, 60.0}) {
+      FakeClock clock;
+      FakeLoader loader;
+      GateRunOptions o = Looks(every_s, every_s * 3);
+      o.from_s = from_s;
+      o.to_s = to_s;
+      auto r = RunGate(o, std::ref(loader), clock);
+      ASSERT_FALSE(r.ok()) << from_s << " " << to_s;  // was Inconclusive: "too few samples"
+      EXPECT_THAT(r.status().message(), HasSubstr("not a window (--from must be before --to)"));
+      EXPECT_TRUE(loader.calls.empty());
+    }
+  }
+}
+
 TEST(GateRepeatedLooks, LiveWindowsEndNow) {
   FakeClock clock;
   FakeLoader loader;
