@@ -605,6 +605,20 @@ TEST(GateSequential, AStateItsLooksCouldNotHaveWrittenIsRejected) {
               HasSubstr("impossible p0, n or k"));
   EXPECT_THAT(error_of([](auto& j) { j["looks"] = int64_t{1} << 31; }),
               HasSubstr("impossible look count 2147483648"));
+  // Counts that are not JSON integers: a float beyond int64 was cast (undefined
+  // behaviour, found by gate_config_fuzz), a fraction truncated.
+  for (const nlohmann::json& bad :
+       {nlohmann::json(2.8888e28), nlohmann::json(1.5), nlohmann::json(-1),
+        nlohmann::json(uint64_t{1} << 63), nlohmann::json("7")}) {
+    EXPECT_THAT(error_of([&](auto& j) { j["streams"][0]["n"] = bad; }),
+                HasSubstr("impossible p0, n or k"))
+        << bad.dump();
+    EXPECT_THAT(error_of([&](auto& j) { j["streams"][0]["k"] = bad; }),
+                HasSubstr("impossible p0, n or k"))
+        << bad.dump();
+    EXPECT_THAT(error_of([&](auto& j) { j["looks"] = bad; }), HasSubstr("impossible look count"))
+        << bad.dump();
+  }
 }
 
 TEST(GateSequential, TooLittleBaselineIsInconclusive) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "ttft/gate.h"
 
@@ -44,6 +46,19 @@ double MaxLogStep(double p0) {
 // Bounds on a state file's counts: n and k exact in a double, looks far from INT_MAX.
 constexpr int64_t kMaxN = int64_t{1} << 53;
 constexpr int kMaxLooks = 1 << 30;
+
+// A count of a state file: a JSON integer >= 0, else nullopt. nlohmann's get<int64_t>
+// casts a float with static_cast: undefined beyond int64's range (2.9e28, found by
+// gate_config_fuzz), truncating below it (1.5 read as 1). The looks write integers.
+std::optional<int64_t> WholeCount(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) return v.get<int64_t>();
+  return std::nullopt;
+}
 
 SequentialStream MakeStream(std::string name, double bound, double k, double n) {
   SequentialStream s;
@@ -137,11 +152,12 @@ Result<SequentialGate> SequentialGate::FromJson(const nlohmann::json& j, const s
   SequentialGate g;
   try {
     g.alpha = j.at("alpha").get<double>();
-    const auto looks = j.at("looks").get<int64_t>();  // int would wrap a large count
-    if (looks < 0 || looks > kMaxLooks) {
-      return Status::Invalid(fmt::format("{}: impossible look count {}", name, looks));
+    const std::optional<int64_t> looks = WholeCount(j.at("looks"));  // int would wrap
+    if (!looks || *looks > kMaxLooks) {
+      return Status::Invalid(
+          fmt::format("{}: impossible look count {}", name, j.at("looks").dump()));
     }
-    g.looks = static_cast<int>(looks);
+    g.looks = static_cast<int>(*looks);
     const auto& last = j.at("last_canary_arrival_s");
     g.last_canary_arrival_s = last.is_null() ? -INFINITY : last.get<double>();
     for (const auto& s : j.at("streams")) {
@@ -149,8 +165,8 @@ Result<SequentialGate> SequentialGate::FromJson(const nlohmann::json& j, const s
       st.name = s.at("name").get<std::string>();
       st.bound = s.at("bound").is_null() ? NAN : s.at("bound").get<double>();
       st.p0 = s.at("p0").get<double>();
-      st.n = s.at("n").get<int64_t>();
-      st.k = s.at("k").get<int64_t>();
+      st.n = WholeCount(s.at("n")).value_or(-1);  // -1: rejected below
+      st.k = WholeCount(s.at("k")).value_or(-1);
       st.log_components = s.at("log_components").get<std::vector<double>>();
       st.log_lr = s.at("log_lr").get<double>();
       st.rejected = s.at("rejected").get<bool>();
