@@ -147,19 +147,15 @@ Result<std::vector<std::pair<std::string, std::string>>> ParseSelector(std::stri
     size_t end = text.find(',', start);
     if (end == std::string_view::npos) end = text.size();
     std::string_view item = text.substr(start, end - start);
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0) {
+    const size_t eq = item.find('=');
+    std::string name(eq == std::string_view::npos ? std::string_view() : Trim(item.substr(0, eq)));
+    if (name.empty()) {
       return Status::Invalid(
           fmt::format("{} '{}': expected name=value[,name=value...]", flag, text));
     }
     std::string value(Trim(item.substr(eq + 1)));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
       value = value.substr(1, value.size() - 2);
-    }
-    std::string name(Trim(item.substr(0, eq)));
-    if (name.empty()) {
-      return Status::Invalid(
-          fmt::format("{} '{}': expected name=value[,name=value...]", flag, text));
     }
     // A span or series carries one value per label: a second matcher on the same label
     // would select nothing, silently.
