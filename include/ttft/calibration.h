@@ -42,6 +42,9 @@ struct CostParamField {
   double CostParams::*field;
   double min, max;                   // inclusive
   const char* zero_means = nullptr;  // what a 0 stands for, when not a value
+  // Whether `x` lies in [min, max] (NaN does not): the one range test of a profile's
+  // value and of EngineConfig::Validate.
+  bool Admits(double x) const { return x >= min && x <= max; }
 };
 // Every fittable field (slowdown excluded: it is an incident, not a calibration).
 const std::vector<CostParamField>& CostParamFields();

@@ -84,7 +84,7 @@ Status EngineConfig::Validate() const {
   // zero efficiency (a division by zero) and values no GPU reaches.
   for (const CostParamField& f : CostParamFields()) {
     const double x = cost.*(f.field);
-    if (!(x >= f.min && x <= f.max)) {
+    if (!f.Admits(x)) {
       return Status::Invalid(
           fmt::format("cost.{}: {} is outside {}..{}{}", f.name, x, f.min, f.max,
                       f.zero_means ? fmt::format(" (0: {})", f.zero_means) : std::string()));

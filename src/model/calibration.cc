@@ -98,7 +98,7 @@ Result<CalibrationProfile> ParseCalibrationProfile(std::string_view yaml, const 
           if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(x)) {
             return Err(name, Line(csecond), "cost." + k, fmt::format("'{}' is not a number", v));
           }
-          if (x < f->min || x > f->max) {
+          if (!f->Admits(x)) {
             return Err(name, Line(csecond), "cost." + k,
                        fmt::format("{} is outside {}..{}", v, f->min, f->max));
           }
