@@ -37,6 +37,14 @@ Span MakeSpan(int i, double arrival_s, double ttft_s, std::string tenant = "acme
   return s;
 }
 
+// A diagnosis of `t` with the baseline [0, 100) s and the incident [100, 200) s.
+DiagnosisInput BaselineThenIncident(const SpanTable& t) {
+  DiagnosisInput in;
+  in.baseline = {&t, 0, 100};
+  in.incident = {&t, 100, 200};
+  return in;
+}
+
 // The windows of `in` (ValidateInput, then ComputeWindows), for the stages after them.
 Windows WindowsOf(const DiagnosisInput& in) {
   auto shape = ValidateInput(in);
@@ -70,9 +78,7 @@ TEST(ValidateInput, RejectsEmptyOverlappingAndMissingWindows) {
 
 TEST(ValidateInput, AnExplicitUnknownModelOrGpuIsAnErrorNamingThePresets) {
   SpanTable t;
-  DiagnosisInput in;
-  in.baseline = {&t, 0, 100};
-  in.incident = {&t, 100, 200};
+  DiagnosisInput in = BaselineThenIncident(t);
   in.options.model = "foo";
   const Status m = ValidateInput(in).status();
   EXPECT_EQ(m.code(), StatusCode::kInvalidArgument);
@@ -90,9 +96,7 @@ TEST(ValidateInput, AnExplicitUnknownModelOrGpuIsAnErrorNamingThePresets) {
 
 TEST(ValidateInput, ADtypeATpAndARequestMinimumOutsideTheirRangesAreErrors) {
   SpanTable t;
-  DiagnosisInput in;
-  in.baseline = {&t, 0, 100};
-  in.incident = {&t, 100, 200};
+  DiagnosisInput in = BaselineThenIncident(t);
   in.options.dtype = "int3";
   EXPECT_THAT(ValidateInput(in).status().message(), HasSubstr("--dtype: unknown dtype 'int3'"));
   in.options.dtype = "bf16";
@@ -115,9 +119,7 @@ TEST(EstimateMagnitude, AnUnknownModelLabelInTheSpansIsANoteAndTheDefaultPricesI
     s.model = "my-finetune";
     AddSpanToTable(s, t);
   }
-  DiagnosisInput in;
-  in.baseline = {&t, 0, 100};
-  in.incident = {&t, 100, 200};
+  DiagnosisInput in = BaselineThenIncident(t);
   const Windows w = WindowsOf(in);
   std::vector<std::string> notes;
   const Magnitude m = EstimateMagnitude(in, w.rows_a, w.rows_b, notes);
@@ -444,9 +446,7 @@ TEST(SplitGroups, ContributionLandsOnTheGroupThatSlowedDown) {
                             acme ? "acme" : "globex"),
                    t);
   }
-  DiagnosisInput in;
-  in.baseline = {&t, 0, 100};
-  in.incident = {&t, 100, 200};
+  DiagnosisInput in = BaselineThenIncident(t);
   auto shape = ValidateInput(in);
   ASSERT_TRUE(shape.ok());
   Workspace ws(in, *shape);
@@ -659,9 +659,7 @@ TEST(BuildCharts, OnsetIsTheFirstIncidentBucketAboveOneAndAHalfTimesTheBaselineP
     const double at = i * 0.1;
     AddSpanToTable(MakeSpan(i, at, at >= 150 ? 1.0 : 0.1), t);
   }
-  DiagnosisInput in;
-  in.baseline = {&t, 0, 100};
-  in.incident = {&t, 100, 200};
+  DiagnosisInput in = BaselineThenIncident(t);
   in.options.time_buckets = 20;  // 10 buckets per window
   auto shape = ValidateInput(in);
   ASSERT_TRUE(shape.ok());
