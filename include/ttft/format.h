@@ -96,6 +96,10 @@ namespace ttft::escape {
 // above U+10FFFF), as JSON text must be (RFC 8259 section 8.1).
 bool IsValidUtf8(std::string_view s);
 
+// Appends the UTF-8 encoding of `cp` to `out` (RFC 3629 section 3).
+// REQUIRES: cp <= U+10FFFF (a surrogate is encoded as is: the caller refuses those).
+void AppendUtf8(std::string& out, char32_t cp);
+
 // Terminal text: every control character (C0 but tab, DEL, C1, and the bidirectional
 // overrides U+202A-U+202E and U+2066-U+2069) and every byte that is not valid UTF-8 is
 // shown as a visible escape (\n, \r, \x1b, \u0085, \u202e), so data cannot move the

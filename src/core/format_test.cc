@@ -21,6 +21,17 @@ TEST(EscapeUtf8, AcceptsWellFormedAndRejectsEveryIllFormedSequence) {
   EXPECT_FALSE(escape::IsValidUtf8("\x80"));              // lone continuation byte
 }
 
+TEST(EscapeUtf8, AppendsEachLengthAtItsBoundaries) {
+  std::string out;
+  for (char32_t cp : {0x0, 0x7F, 0x80, 0x7FF, 0x800, 0xFFFF, 0x10000, 0x10FFFF}) {
+    escape::AppendUtf8(out, cp);
+  }
+  EXPECT_EQ(out, std::string("\0\x7f\xc2\x80\xdf\xbf\xe0\xa0\x80\xef\xbf\xbf"
+                             "\xf0\x90\x80\x80\xf4\x8f\xbf\xbf",
+                             20));
+  EXPECT_TRUE(escape::IsValidUtf8(out));
+}
+
 TEST(EscapeTerminal, ShowsEveryControlCharacterAsAnEscape) {
   using escape::Terminal;
   EXPECT_EQ(Terminal("acme-rag"), "acme-rag");

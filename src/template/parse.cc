@@ -7,6 +7,7 @@
 #include <set>
 
 #include "template/internal.h"
+#include "ttft/format.h"
 #include "ttft/template.h"
 
 namespace ttft {
@@ -302,23 +303,7 @@ class Lexer {
   // Python's unicode-escape decoding of a string literal's body.
   static std::string Unescape(const std::string& s) {
     std::string out;
-    auto put = [&](uint32_t cp) {
-      if (cp < 0x80) {
-        out.push_back(static_cast<char>(cp));
-      } else if (cp < 0x800) {
-        out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-      } else if (cp < 0x10000) {
-        out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-      } else {
-        out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-      }
-    };
+    auto put = [&](uint32_t cp) { escape::AppendUtf8(out, cp); };
     for (size_t i = 0; i < s.size(); ++i) {
       if (s[i] != '\\' || i + 1 >= s.size()) {
         out.push_back(s[i]);
