@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build g++ clang clang-format clang-tidy libclang-rt-14-dev
   libcli11-dev libfmt-dev libsimdjson-dev nlohmann-json3-dev libyaml-cpp-dev
-  libcpp-httplib-dev libssl-dev libbrotli-dev libxxhash-dev zlib1g-dev libabsl-dev libpcre2-dev
+  libcpp-httplib-dev libssl-dev libbrotli-dev libxxhash-dev zlib1g-dev libabsl-dev libpcre2-dev libre2-dev
   libnlopt-dev libgtest-dev libgmock-dev libbenchmark-dev
   prometheus victoria-metrics chromium jq python3-pandas python3-jinja2
 )

@@ -862,6 +862,73 @@ TEST(RulesVictoriaMetrics, VmalertReplayFiresTheHitRateAndBurnRateAlertsForTheBa
   fs::remove_all(dir);
 }
 
+// ttft's selector check against Prometheus' own parser, both ways: a selector ttft
+// accepts yields rule files promtool accepts, and one ttft refuses (an escape PromQL
+// refuses, a regex Go's regexp does not compile) makes promtool refuse a rule of its own.
+TEST_F(RulesPromtool, SelectorCheckAgreesWithPromtool) {
+  const fs::path dir = TempDir("rules_selector_parity");
+  const std::vector<std::pair<std::string, bool>> cases = {
+      {R"x(ns=~"prod-(a|b)")x", true},
+      {R"(ns=~"prod-(a|b")", false},
+      {R"(a=~"x\\.y")", true},
+      {R"(a=~"x\.y")", false},
+      {R"(a=~`x\.y`)", true},
+      {R"(a='it\'s')", true},
+      {R"(a="it\'s")", false},
+      {R"(a="\u00e9\x41\101")", true},
+      {R"(a="\uD800")", false},
+      {R"(a="\400")", false},
+      {R"(a=~"(?i)vllm|sglang")", true},
+      {R"x(a=~"(?=x)")x", false},
+      {R"(a=~"x{1000}")", true},
+      {R"(a=~"x{1001}")", false},
+      {R"(a=~"x)|(?:y")", false},
+      {R"(a=~"\\pL+")", true},
+      {R"(a=~"\\p{Greek}")", true},
+      {R"(a=~"\\p{Nope}")", false},
+      {R"(a=~"[[:alpha:]]")", true},
+      {R"(a=~"[z-a]")", false},
+      {R"(a=~"\\1")", false},
+      {R"(a=~"\\Qa.b\\E")", true},
+      // A trailing comma and blanks, which the generated expressions must not repeat.
+      {R"(a="x",)", true},
+      {"  ", true},
+      {R"( a = "x" , b!~"y" , )", true},
+  };
+  for (const auto& [sel, ttft_accepts] : cases) {
+    { std::ofstream(dir / "sel") << sel; }
+    const fs::path out = dir / "out";
+    fs::remove_all(out);
+    // The selector reaches ttft through a file: no shell quoting to get wrong.
+    RunResult r = RunTtft(fmt::format("rules --out {} --selector \"$(cat {})\"", out.string(),
+                                      (dir / "sel").string()),
+                          30);
+    EXPECT_EQ(r.exit_code, ttft_accepts ? 0 : 2) << sel << ": " << r.err;
+    if (ttft_accepts) {
+      if (r.exit_code != 0) continue;
+      for (const char* f : {"ttft-recording.rules.yml", "ttft-alerts.rules.yml"}) {
+        const int rc = Sh(fmt::format("{} check rules {}", kPromtool, (out / f).string()),
+                          dir / "check.log", 60);
+        EXPECT_EQ(rc, 0) << sel << " " << f << ":\n" << ReadFile(dir / "check.log");
+      }
+    } else {
+      EXPECT_THAT(r.err, ::testing::HasSubstr("--selector")) << sel;
+      EXPECT_FALSE(fs::exists(out)) << sel << " wrote files";
+      {
+        std::ofstream(dir / "own.rules.yml")
+            << "groups:\n- name: parity\n  rules:\n  - record: parity:up\n    expr: "
+            << Quote("up{" + sel + "}") << "\n";
+      }
+      const int rc =
+          Sh(fmt::format("{} check rules {}", kPromtool, (dir / "own.rules.yml").string()),
+             dir / "check.log", 60);
+      EXPECT_NE(rc, 0) << sel << ": promtool accepts what ttft refuses:\n"
+                       << ReadFile(dir / "check.log");
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // -----------------------------------------------------------------------------
 // Bad input
 // -----------------------------------------------------------------------------

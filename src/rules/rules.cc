@@ -11,6 +11,7 @@
 #include "ttft/rules.h"
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -18,6 +19,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string_view>
+
+#include "ttft/format.h"
 
 namespace ttft {
 
@@ -116,10 +119,24 @@ std::string LeRegex(double bound) {
   return alts;
 }
 
+// The matchers of a selector CheckSelector accepted, without the blanks around them
+// and the trailing comma PromQL allows in `{a="x",}` but not before another matcher or
+// in `{ }` spelled `{,}`.
+std::string_view Matchers(std::string_view selector) {
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+    return v;
+  };
+  std::string_view m = trim(selector);
+  if (!m.empty() && m.back() == ',') m = trim(m.substr(0, m.size() - 1));
+  return m;
+}
+
 // `metric{SEL,extra}`; no braces when both are empty.
 std::string Sel(const std::string& metric, const std::string& selector,
                 const std::string& extra = "") {
-  std::string m = selector;
+  std::string m(Matchers(selector));
   if (!extra.empty()) m += (m.empty() ? "" : ",") + extra;
   return m.empty() ? metric : metric + "{" + m + "}";
 }
@@ -131,7 +148,123 @@ bool IsLabelName(std::string_view s) {
   });
 }
 
-// Checks `name op "value", ...` (PromQL label matchers without the braces).
+// A PromQL string literal at s[i] (i at the opening quote): its value, and i past the
+// closing quote; or why it is not one, i at the offending character. "..." and '...' take
+// Go's escapes (Prometheus unquotes them with the rules of Go's strconv.UnquoteChar: an
+// escape it does not know fails the whole expression); `...` is raw. Written by hand:
+// no packaged C++ library reads PromQL.
+struct Unquoted {
+  std::string value;
+  std::string why;  // empty: value holds the literal's value
+};
+Unquoted UnquotePromString(std::string_view s, size_t& i) {
+  const char quote = s[i++];
+  Unquoted u;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  auto digits = [&](size_t n, int base, uint32_t& v) {
+    v = 0;
+    for (size_t k = 0; k < n; ++k, ++i) {
+      const int d = i < s.size()
+                        ? (base == 16 ? hex(s[i]) : (s[i] >= '0' && s[i] <= '7' ? s[i] - '0' : -1))
+                        : -1;
+      if (d < 0) return false;
+      v = v * static_cast<uint32_t>(base) + static_cast<uint32_t>(d);
+    }
+    return true;
+  };
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == quote) {
+      ++i;
+      return u;
+    }
+    if (c != '\\' || quote == '`') {
+      u.value += c;
+      ++i;
+      continue;
+    }
+    const size_t at = i++;
+    const char e = i < s.size() ? s[i] : '\0';
+    uint32_t v = 0;
+    switch (e) {
+      case 'a':
+        u.value += '\a';
+        ++i;
+        continue;
+      case 'b':
+        u.value += '\b';
+        ++i;
+        continue;
+      case 'f':
+        u.value += '\f';
+        ++i;
+        continue;
+      case 'n':
+        u.value += '\n';
+        ++i;
+        continue;
+      case 'r':
+        u.value += '\r';
+        ++i;
+        continue;
+      case 't':
+        u.value += '\t';
+        ++i;
+        continue;
+      case 'v':
+        u.value += '\v';
+        ++i;
+        continue;
+      case '\\':
+        u.value += '\\';
+        ++i;
+        continue;
+      case '"':
+      case '\'':
+        if (e != quote) break;
+        u.value += e;
+        ++i;
+        continue;
+      case 'x':
+        ++i;
+        if (!digits(2, 16, v)) break;
+        u.value += static_cast<char>(v);
+        continue;
+      case 'u':
+      case 'U':
+        ++i;
+        if (!digits(e == 'u' ? 4 : 8, 16, v) || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) {
+          break;
+        }
+        escape::AppendUtf8(u.value, v);
+        continue;
+      default:
+        if (e >= '0' && e <= '7') {
+          if (!digits(3, 8, v) || v > 255) break;
+          u.value += static_cast<char>(v);
+          continue;
+        }
+        break;
+    }
+    i = at;
+    u.why = fmt::format(
+        "an escape sequence PromQL does not accept ('{}'; a regex's backslash is "
+        "written \\\\ inside \"...\", or use `...`)",
+        s.substr(at, std::min<size_t>(2, s.size() - at)));
+    return u;
+  }
+  u.why = "an unterminated value";
+  return u;
+}
+
+// Checks `name op "value", ...` (PromQL label matchers without the braces): the values
+// as PromQL reads them, and each regex (=~, !~) compiled as Prometheus compiles it, fully
+// anchored, by RE2, whose syntax Go's regexp package (which Prometheus uses) implements.
 Status CheckSelector(std::string_view s) {
   size_t i = 0;
   auto skip_space = [&] {
@@ -151,15 +284,21 @@ Status CheckSelector(std::string_view s) {
     if ((c < 0x20 && c != '\t') || c == 0x7f) return bad("a control character");
   }
   i = 0;
+  if (!escape::IsValidUtf8(s)) return Status::Invalid("--selector: not valid UTF-8");
   skip_space();
   if (i == s.size()) return Status::Ok();
   while (true) {
     skip_space();
     const size_t start = i;
     while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
-    if (!IsLabelName(s.substr(start, i - start))) return bad("no label name");
+    const std::string_view name = s.substr(start, i - start);
+    if (!IsLabelName(name)) return bad("no label name");
     skip_space();
-    if (s.compare(i, 2, "=~") == 0 || s.compare(i, 2, "!=") == 0 || s.compare(i, 2, "!~") == 0) {
+    bool regex = false;
+    if (s.compare(i, 2, "=~") == 0 || s.compare(i, 2, "!~") == 0) {
+      regex = true;
+      i += 2;
+    } else if (s.compare(i, 2, "!=") == 0) {
       i += 2;
     } else if (i < s.size() && s[i] == '=') {
       i += 1;
@@ -167,20 +306,23 @@ Status CheckSelector(std::string_view s) {
       return bad("no matcher operator (=, !=, =~, !~)");
     }
     skip_space();
-    if (i >= s.size() || s[i] != '"') return bad("the value is not in double quotes");
-    ++i;
-    bool closed = false;
-    while (i < s.size()) {
-      if (s[i] == '\\') {
-        i += 2;
-        continue;
-      }
-      if (s[i++] == '"') {
-        closed = true;
-        break;
+    if (i >= s.size() || (s[i] != '"' && s[i] != '\'' && s[i] != '`')) {
+      return bad("the value is not a quoted string (\"...\", '...' or `...`)");
+    }
+    const size_t value_at = i;
+    const Unquoted u = UnquotePromString(s, i);
+    if (!u.why.empty()) return bad(u.why);
+    if (regex) {
+      RE2::Options opts;
+      opts.set_log_errors(false);
+      // Prometheus' parser compiles the pattern alone (promtool: "error parsing regexp"),
+      // then anchored as "^(?:" + value + ")$", which compiles whenever the pattern does.
+      const RE2 re(u.value, opts);
+      if (!re.ok()) {
+        i = value_at;
+        return bad(fmt::format("the regex of label '{}' does not compile ({})", name, re.error()));
       }
     }
-    if (!closed) return bad("an unterminated value");
     skip_space();
     if (i == s.size()) return Status::Ok();
     if (s[i] != ',') return bad("expected ',' between matchers");

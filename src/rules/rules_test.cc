@@ -89,21 +89,34 @@ TEST(RulesOptionsTest, BadValuesAreInvalidNamingTheFlag) {
 }
 
 TEST(RulesOptionsTest, SelectorMustBeLabelMatchers) {
-  for (const char* ok : {"", R"(job="vllm")", R"(job="vllm", namespace=~"prod-.*")",
-                         R"(a!="x",b!~"y",)", R"(a="quote \" inside")", "  "}) {
+  for (const char* ok :
+       {"", R"(job="vllm")", R"(job="vllm", namespace=~"prod-.*")", R"(a!="x",b!~"y",)",
+        R"(a="quote \" inside")", "  ", R"(a=~"x\\.y")", R"(a=~`x\.y`)", R"(a='it\'s')",
+        R"(a="\u00e9\x41\101")", R"(a=~"(?i)vllm|sglang")"}) {
     RulesOptions o = Vllm();
     o.selector = ok;
     EXPECT_TRUE(ValidateRulesOptions(o).ok()) << ok << ": " << ValidateRulesOptions(o).message();
   }
   for (const char* bad :
        {"job=vllm", R"(job="vllm"} or vector(1) or x{a="b")", R"(="x")", R"(job=="x")",
-        R"(job="unterminated)", R"(a="x" b="y")", R"(1a="x")", "job\n=\"x\"", "job=\"a\x01b\""}) {
+        R"(job="unterminated)", R"(a="x" b="y")", R"(1a="x")", "job\n=\"x\"", "job=\"a\x01b\"",
+        // Escapes PromQL refuses, and regexes Go's regexp (RE2 syntax) does not compile.
+        R"(a=~"x\.y")", R"(a="it\'s")", R"(a="\uD800")", R"(a="\400")", R"(a="\x4")", R"(a=~"(")",
+        R"(a=~"x)|(?:y")", R"x(a=~"(?=x)")x", R"(a=~"x{1001}")", R"(a=~"\xff")", "a=\"\xff\""}) {
     RulesOptions o = Vllm();
     o.selector = bad;
     const Status st = ValidateRulesOptions(o);
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(st.message(), HasSubstr("--selector")) << bad;
   }
+  RulesOptions r = Vllm();
+  r.selector = R"(job="vllm",ns=~"prod-(a|b")";
+  EXPECT_THAT(ValidateRulesOptions(r).message(),
+              HasSubstr("the regex of label 'ns' does not compile (missing ): prod-(a|b) at "
+                        "character 16"));
+  r.selector = R"(ns=~"prod\.a")";
+  EXPECT_THAT(ValidateRulesOptions(r).message(),
+              HasSubstr("an escape sequence PromQL does not accept ('\\.'"));
   RulesOptions a = Vllm();
   a.deploy_annotation_expr = "up\n> 0";
   EXPECT_THAT(ValidateRulesOptions(a).message(), HasSubstr("--deploy-annotation-expr"));
