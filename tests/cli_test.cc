@@ -268,6 +268,44 @@ TEST(BadInput, OneLineErrorsWithFileLineFieldAndExit2) {
   fs::remove_all(d);
 }
 
+// Integer flags refuse, naming the flag and the range, what CLI11 alone would bend:
+// a value past the type's range (saturated), "-1" for an unsigned seed (wrapped to
+// 2^64 - 1), hex and octal spellings, and a float. Each exits 2 before any work.
+TEST(BadInput, IntegerFlagsRefuseWhatCli11WouldSaturateWrapOrReadAsHex) {
+  const fs::path d = TempDir("int_flags");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"simulate seed-drill --out OUT --seed 99999999999999999999",
+       "--seed: must be an integer in 0..9223372036854775807, got 99999999999999999999"},
+      {"drill --out OUT --seed 010",
+       "--seed: must be an integer in 0..9223372036854775807, got 010"},
+      {"validate x.csv --seed -1", "--seed: must be an integer in 0..18446744073709551615, got -1"},
+      {"calibrate x.csv --out OUT --seed 18446744073709551616", "--seed: must be an integer"},
+      {"validate x.csv --seeds 0x5", "--seeds: must be an integer in 1..1000, got 0x5"},
+      {"diagnose x --min-requests 99999999999999999999", "--min-requests: must be an integer"},
+      {"lint --first-tokens 1e3 x", "--first-tokens: must be an integer"},
+      {"cost --batch 2000000", "--batch: must be an integer in 1..1048576, got 2000000"},
+      {"cost --tp 0x2", "--tp: must be an integer"},
+      {"cost --tp +-2", "--tp: must be an integer"},
+  };
+  for (const auto& [args, says] : cases) {
+    std::string cmd = args;
+    if (const size_t at = cmd.find("OUT"); at != std::string::npos) {
+      cmd.replace(at, 3, (d / "out").string());
+    }
+    RunResult r = RunTtft(cmd, 30);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_THAT(r.err, ::testing::HasSubstr(says)) << args;
+    EXPECT_FALSE(fs::exists(d / "out")) << args;
+  }
+  // What they take: decimal, with an optional '+'; the maximum itself.
+  RunResult plus = RunTtft("cost --tp +4 --format json", 30);
+  EXPECT_EQ(plus.exit_code, 0) << plus.err;
+  EXPECT_THAT(plus.out, ::testing::HasSubstr("\"tp\": 4"));
+  RunResult max = RunTtft("cost --batch 1048576 --format json", 30);
+  EXPECT_EQ(max.exit_code, 0) << max.err;
+  fs::remove_all(d);
+}
+
 // `ttft diagnose` on bad input: clear one-line errors (exit 2), or an honest
 // insufficient_data verdict with the counts. One simulated run feeds every case.
 class DiagnoseErrors : public ::testing::Test {

@@ -38,14 +38,16 @@ Runner RegisterCalibrate(CLI::App& app) {
   app.add_option("--model", o->model, "Bench results: the model (default: their model_id)");
   app.add_option("--gpu", o->gpu, "Bench results: the GPU (not recorded by vllm bench serve)");
   app.add_option("--tp", o->tp, "Bench results: the tensor-parallel degree (default: 1)")
-      ->check(CLI::Range(1, 64));
-  app.add_option("--seed", o->seed, "Seed of the simulations")->capture_default_str();
+      ->check(Integer(1, 64));
+  app.add_option("--seed", o->seed, "Seed of the simulations")
+      ->check(Integer<uint64_t>())
+      ->capture_default_str();
   app.add_option("--seeds", o->seeds,
                  "Seeds averaged per evaluation (as ttft validate --seeds); the cost grows with it")
-      ->check(CLI::Range(1, 100))
+      ->check(Integer(1, 100))
       ->capture_default_str();
   app.add_option("--max-evaluations", o->max_evaluations, "Simulation budget of the main fit")
-      ->check(CLI::Range(1, 100000))
+      ->check(Integer(1, 100000))
       ->capture_default_str();
   app.add_flag("--no-leave-one-out", o->no_loo, "Skip the leave-one-run-out error (faster)");
   app.add_option("--prior", o->prior,

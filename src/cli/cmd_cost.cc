@@ -28,16 +28,18 @@ Runner RegisterCost(CLI::App& app) {
   app.add_option("--model", o->model, "Model preset or Hugging Face id")->capture_default_str();
   app.add_option("--gpu", o->gpu, "GPU preset")->capture_default_str();
   app.add_option("--dtype", o->dtype, "bf16 or fp8")->capture_default_str();
-  app.add_option("--tp", o->tp, "Tensor-parallel degree")->capture_default_str();
+  app.add_option("--tp", o->tp, "Tensor-parallel degree")
+      ->check(Integer<int>())
+      ->capture_default_str();
   CLI::Option* mfu =
       app.add_option("--prefill-mfu", o->mfu, "Effective prefill MFU")->capture_default_str();
   app.add_option("--calibration", o->calibration,
                  "Calibration profile (ttft calibrate): its cost parameters instead of the "
                  "fleet's defaults (--prefill-mfu, when given, still wins)");
   app.add_option("--batch", o->batch, "Also price a decode step of this many sequences")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->check(Integer(1, uint64_t{1} << 20));
   app.add_option("--context", o->context_tokens, "... each with this many tokens of context")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24))
+      ->check(Integer(0, uint64_t{1} << 24))
       ->capture_default_str();
   app.add_flag("--list", o->list, "List the model and GPU presets and exit");
   app.add_option("--format", o->format, "text or json")

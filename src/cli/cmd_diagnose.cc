@@ -52,18 +52,19 @@ Runner RegisterDiagnose(CLI::App& app) {
   app.add_option("--model", o->model, "Cost-model preset (default: the spans' model label)");
   app.add_option("--gpu", o->gpu, "GPU preset for the cost model (default h100-sxm)");
   app.add_option("--dtype", o->dtype, "fp8 or bf16 (default fp8)");
-  app.add_option("--tp", o->tp, "Tensor-parallel degree (default 2)");
+  app.add_option("--tp", o->tp, "Tensor-parallel degree (default 2)")->check(Integer<int>());
   app.add_option(
       "--calibration", o->calibration,
       "Calibration profile (ttft calibrate) for the cost model of the magnitude check and "
       "the counterfactual replay");
   app.add_option("--min-requests", o->min_requests, "Ok requests a window needs for a p99")
+      ->check(Integer<int64_t>())
       ->capture_default_str();
   app.add_flag("--no-attribution", o->no_attribution,
                "Skip the counterfactual replay that shares the p99 increase among the causes");
   app.add_option("--attribution-seeds", o->attribution_seeds,
                  "Seeds of the counterfactual replay (its interval is over them)")
-      ->check(CLI::Range(1, 20))
+      ->check(Integer(1, 20))
       ->capture_default_str();
   AddReaderFlags(app, o->reader);
   return [o]() -> Status {

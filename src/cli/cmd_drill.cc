@@ -20,7 +20,8 @@ Runner RegisterDrill(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   app.add_option("--scenario", o->scenario, "Scenario file or built-in name")
       ->capture_default_str();
-  app.add_option("--seed", o->seed, "Override the scenario's seed")->check(NonNegative());
+  app.add_option("--seed", o->seed, "Override the scenario's seed")
+      ->check(Integer(0, std::numeric_limits<int64_t>::max()));
   app.add_option("--variant", o->variant,
                  "seed (the deploy), no-deploy (a new tenant, no deploy) or one-region (a drained "
                  "pool in one region)")

@@ -194,14 +194,18 @@ Runner RegisterLint(CLI::App& app) {
                  "Hugging Face tokenizer.json; without it token counts are approximate");
   app.add_option("--first-tokens", o->first_tokens,
                  "Fail when non-static content starts within these first tokens")
+      ->check(Integer<int64_t>())
       ->capture_default_str();
-  app.add_option("--block-size", o->block_size, "KV block size in tokens")->capture_default_str();
+  app.add_option("--block-size", o->block_size, "KV block size in tokens")
+      ->check(Integer<int>())
+      ->capture_default_str();
   app.add_option("--corpus", o->corpus,
                  "JSONL of prompts, {\"prompt\": ...} or {\"messages\": [...]} (corpus mode)");
   app.add_option("--template", o->corpus_template,
                  "Template to render the corpus's chat messages with");
   app.add_option("--cache-blocks", o->cache_blocks,
-                 "Prefix-cache capacity in blocks (LRU); default unbounded");
+                 "Prefix-cache capacity in blocks (LRU); default unbounded")
+      ->check(Integer<int64_t>());
   app.add_option("--min-hit-rate", o->min_hit_rate,
                  "Corpus mode: fail below this predicted hit rate (0-1)");
   app.add_option("--format", o->format, "text, json, sarif (SARIF 2.1.0) or github (annotations)")
@@ -222,6 +226,7 @@ Runner RegisterLint(CLI::App& app) {
   app.add_option("--tenant", o->tenant,
                  "Diff mode: switch only this tenant (default: every tenant on the template)");
   app.add_option("--seeds", o->seeds, "Diff mode: simulations per version (seed, seed+1, ...)")
+      ->check(Integer<int>())
       ->capture_default_str();
   app.add_option("--keep-segments", o->keep_segments,
                  "Diff mode: scenario segments kept as request content (default: the "
@@ -236,6 +241,7 @@ Runner RegisterLint(CLI::App& app) {
                  "< 0: never)")
       ->capture_default_str();
   app.add_option("--threads", o->threads, "Diff mode: simulation threads (0: all cores)")
+      ->check(Integer<int>())
       ->capture_default_str();
   const CLI::App* sub = &app;  // outlives the runner (main.cc)
   return [o, sub]() -> Status {

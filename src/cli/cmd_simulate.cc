@@ -35,7 +35,8 @@ Runner RegisterSimulate(CLI::App& app) {
       ->required();
   app.add_option("--out", o->out, "Output folder (spans.jsonl, metrics/, summary.json)")
       ->required();
-  app.add_option("--seed", o->seed, "Override the scenario's seed")->check(NonNegative());
+  app.add_option("--seed", o->seed, "Override the scenario's seed")
+      ->check(Integer(0, std::numeric_limits<int64_t>::max()));
   app.add_option("--duration", o->duration_s, "Override the scenario's duration_s")
       ->check(Positive());
   app.add_option("--format", o->format, "Summary on standard output: text or json")

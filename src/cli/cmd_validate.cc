@@ -25,9 +25,11 @@ Runner RegisterValidate(CLI::App& app) {
   app.add_option("--format", o->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  app.add_option("--seed", o->seed, "Seed for prompts and arrivals")->capture_default_str();
+  app.add_option("--seed", o->seed, "Seed for prompts and arrivals")
+      ->check(Integer<uint64_t>())
+      ->capture_default_str();
   app.add_option("--seeds", o->seeds, "Simulations per row (seeds seed..seed+N-1), averaged")
-      ->check(CLI::Range(1, 1000))
+      ->check(Integer(1, 1000))
       ->capture_default_str();
   app.add_option("--client-timeout", o->timeout_s, "Client timeout of the load tool, s")
       ->capture_default_str();

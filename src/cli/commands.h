@@ -6,8 +6,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
+#include <system_error>
 
 #include "ttft/core.h"
 #include "ttft/dataset.h"
@@ -53,7 +57,7 @@ void PrintReadSummary(const ReadReport& report);
 Status WriteOutput(const std::string& text, const std::string& out);
 
 // Range checks of numeric flags whose messages state the rule ("--duration: must be
-// > 0, got -5"), not CLI11's numeric limits. NaN fails both.
+// > 0, got -5"), not CLI11's numeric limits. NaN fails it.
 inline CLI::Validator Positive() {
   return CLI::Validator(
       [](std::string& in) -> std::string {
@@ -63,14 +67,50 @@ inline CLI::Validator Positive() {
       },
       "> 0");
 }
-inline CLI::Validator NonNegative() {
+
+// A decimal integer in [min, max], checked on the flag's text before CLI11 converts it:
+// CLI11 2.1 converts with strtoll/strtoull base 0, which saturates out-of-range values
+// (--min-requests 99999999999999999999 became 2^63 - 1), wraps "-1" into an unsigned flag's
+// 18446744073709551615, and reads 0x10 and 010 as hex and octal.
+// Message: "--seed: must be an integer in 0..9223372036854775807, got -1".
+inline CLI::Validator Integer(int64_t min, uint64_t max) {
   return CLI::Validator(
-      [](std::string& in) -> std::string {
-        double v = 0;
-        if (!CLI::detail::lexical_cast(in, v) || !(v >= 0)) return "must be >= 0, got " + in;
+      [min, max](std::string& in) -> std::string {
+        const std::string why =
+            "must be an integer in " + std::to_string(min) + ".." + std::to_string(max) + ", got ";
+        const char* first = in.data();
+        const char* last = in.data() + in.size();
+        const bool plus = first != last && *first == '+';
+        if (plus) ++first;
+        // Decimal digits only: from_chars would take a leading zero as decimal, but CLI11
+        // would then read "010" as octal.
+        const bool negative = !plus && first != last && *first == '-';
+        const char* digits = negative ? first + 1 : first;
+        if (digits == last || (*digits == '0' && last - digits > 1)) return why + in;
+        bool ok = false;
+        if (negative) {
+          int64_t v = 0;
+          const auto r = std::from_chars(first, last, v);
+          ok = r.ec == std::errc() && r.ptr == last && v >= min;
+        } else {
+          uint64_t v = 0;
+          const auto r = std::from_chars(first, last, v);
+          ok = r.ec == std::errc() && r.ptr == last && v <= max &&
+               (min <= 0 || v >= static_cast<uint64_t>(min));
+        }
+        if (!ok) return why + in;
+        if (plus) in.erase(0, 1);  // strtoull would take it too; the value is plain
         return {};
       },
-      ">= 0");
+      "INT in [" + std::to_string(min) + " - " + std::to_string(max) + "]");
+}
+// Integer() over the whole range of T (the library checks the flag's own range), with
+// no range in --help.
+template <typename T>
+CLI::Validator Integer() {
+  return Integer(static_cast<int64_t>(std::numeric_limits<T>::min()),
+                 static_cast<uint64_t>(std::numeric_limits<T>::max()))
+      .description("");
 }
 
 // A scenario file, or else a built-in scenario's name (cmd_simulate.cc).
