@@ -894,6 +894,8 @@ TEST_F(RulesPromtool, SelectorCheckAgreesWithPromtool) {
       {R"(a="x",)", true},
       {"  ", true},
       {R"( a = "x" , b!~"y" , )", true},
+      {R"(a="\a\b\f\n\r\t\v\\")", true},
+      {R"(a="\e")", false},
   };
   for (const auto& [sel, ttft_accepts] : cases) {
     { std::ofstream(dir / "sel") << sel; }

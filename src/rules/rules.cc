@@ -191,39 +191,15 @@ Unquoted UnquotePromString(std::string_view s, size_t& i) {
     const size_t at = i++;
     const char e = i < s.size() ? s[i] : '\0';
     uint32_t v = 0;
+    // The one-letter escapes, and what each stands for.
+    static constexpr std::string_view kLetters = "abfnrtv\\";
+    static constexpr std::string_view kMeanings = "\a\b\f\n\r\t\v\\";
+    if (const size_t k = kLetters.find(e); e != '\0' && k != std::string_view::npos) {
+      u.value += kMeanings[k];
+      ++i;
+      continue;
+    }
     switch (e) {
-      case 'a':
-        u.value += '\a';
-        ++i;
-        continue;
-      case 'b':
-        u.value += '\b';
-        ++i;
-        continue;
-      case 'f':
-        u.value += '\f';
-        ++i;
-        continue;
-      case 'n':
-        u.value += '\n';
-        ++i;
-        continue;
-      case 'r':
-        u.value += '\r';
-        ++i;
-        continue;
-      case 't':
-        u.value += '\t';
-        ++i;
-        continue;
-      case 'v':
-        u.value += '\v';
-        ++i;
-        continue;
-      case '\\':
-        u.value += '\\';
-        ++i;
-        continue;
       case '"':
       case '\'':
         if (e != quote) break;
