@@ -38,6 +38,8 @@ Status SumHistogram(const MetricSnapshot& delta, CanonicalMetric m,
   return Status::Ok();
 }
 
+// Blanks around a selector's name or value. By hand: absl::StripAsciiWhitespace takes
+// Debian's absl::string_view, a type of its own (ABSL_OPTION_USE_STD_STRING_VIEW 0).
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);

@@ -119,9 +119,10 @@ std::string LeRegex(double bound) {
   return alts;
 }
 
-// The matchers of a selector CheckSelector accepted, without the blanks around them
-// and the trailing comma PromQL allows in `{a="x",}` but not before another matcher or
-// in `{ }` spelled `{,}`.
+// The matchers of a selector CheckSelector accepted, without the blanks around them and
+// a trailing comma: PromQL takes `{a="x",}`, but Sel() appends matchers, and neither
+// `{a="x",,le="1"}` nor `{  ,le="1"}` parses. (Trimmed by hand: Debian's
+// absl::StripAsciiWhitespace takes absl's own string_view type.)
 std::string_view Matchers(std::string_view selector) {
   auto trim = [](std::string_view v) {
     while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
