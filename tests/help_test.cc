@@ -1,6 +1,6 @@
-// Integration tests: every command's --help shows examples and exit codes, an unknown
-// command is named, and an error names its command once and shows the control
-// characters of what it quotes as escapes (issue 15).
+// Integration tests: every command's --help shows examples and exit codes (and each code
+// means what the table says), an unknown command is named, and an error names its command once and
+// shows the control characters of what it quotes as escapes (issue 15).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,6 +17,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ttft::testing::RunResult;
 using ttft::testing::RunTtft;
+using ttft::testing::TempDir;
+namespace fs = std::filesystem;
 
 TEST(Help, EveryCommandHasExamplesAndExitCodes) {
   for (const char* sub : {"drill", "simulate", "cost", "stats", "diagnose", "validate", "calibrate",
@@ -32,7 +34,50 @@ TEST(Help, EveryCommandHasExamplesAndExitCodes) {
   const RunResult top = RunTtft("--help");
   EXPECT_EQ(top.exit_code, 0);
   EXPECT_THAT(top.out, HasSubstr("Exit codes:"));
-  EXPECT_THAT(top.out, HasSubstr("  65  bad input data"));
+  EXPECT_THAT(top.out, HasSubstr("  65  a malformed record that may not be skipped"));
+}
+
+// What the exit-code table says of 2, 65 and 74, each with a command that meets it.
+TEST(Help, EachExitCodeMeansWhatTheTableSays) {
+  const fs::path d = TempDir("exit_codes");
+  ASSERT_EQ(RunTtft("simulate seed-drill --quiet --out " + (d / "sim").string()).exit_code, 0);
+  std::ifstream in(d / "sim" / "spans.jsonl");
+  std::ofstream ok(d / "ok.jsonl"), bad(d / "bad.jsonl");
+  std::string line;
+  for (int i = 0; i < 50 && std::getline(in, line); ++i) {
+    ok << line << "\n";
+    bad << (i == 20 ? std::string("{\"broken") : line) << "\n";
+  }
+  ok.close();
+  bad.close();
+  std::ofstream(d / "empty.jsonl").close();
+  const std::string p = d.string() + "/";
+  // 2: a missing file, a file with nothing usable; a bad record alone is skipped (0).
+  EXPECT_EQ(RunTtft("stats " + p + "nope.jsonl").exit_code, 2);
+  EXPECT_EQ(RunTtft("stats " + p + "empty.jsonl").exit_code, 2);
+  const RunResult skipped = RunTtft("stats " + p + "bad.jsonl");
+  EXPECT_EQ(skipped.exit_code, 0) << skipped.err;
+  EXPECT_THAT(skipped.err, HasSubstr("1 record skipped: 1 malformed json"));
+  // 65: the same record under --strict, and one in a scenario's trace file.
+  const RunResult strict = RunTtft("stats --strict " + p + "bad.jsonl");
+  EXPECT_EQ(strict.exit_code, 65) << strict.err;
+  EXPECT_THAT(strict.err, HasSubstr("bad.jsonl:21: malformed JSON"));
+  std::ofstream(d / "trace.jsonl")
+      << R"({"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1]})"
+      << "\n{\"timestamp\": \"x\"}\n";
+  std::ofstream(d / "trace.yaml")
+      << "name: t\nduration_s: 10\ndefaults: {model: llama-3.1-8b, gpu: h100-sxm, tp: 1}\n"
+      << "replicas: [{name: r, count: 1, region: r}]\n"
+      << "traces: [{format: mooncake, path: trace.jsonl, tenant: mc}]\n";
+  const RunResult trace =
+      RunTtft("simulate " + p + "trace.yaml --quiet --out " + (d / "trace_out").string());
+  EXPECT_EQ(trace.exit_code, 65) << trace.err;
+  EXPECT_THAT(trace.err, HasSubstr("trace.jsonl:2: timestamp"));
+  // 74: a write that fails.
+  const RunResult full = RunTtft("stats " + p + "ok.jsonl --format json > /dev/full");
+  EXPECT_EQ(full.exit_code, 74) << full.err;
+  EXPECT_THAT(full.err, HasSubstr("write failed"));
+  fs::remove_all(d);
 }
 
 TEST(Help, AnUnknownCommandIsNamed) {

@@ -26,8 +26,10 @@ namespace {
 constexpr const char* kExitCodes =
     "Exit codes:\n"
     "  0   success\n"
-    "  2   bad usage: an unknown command or flag, an invalid value, a missing file\n"
-    "  65  bad input data (EX_DATAERR)\n"
+    "  2   bad usage or input: an unknown command or flag, an invalid value, a missing\n"
+    "      file, a file with nothing usable in it (bad records are skipped and counted)\n"
+    "  65  a malformed record that may not be skipped: under --strict, or in a scenario's\n"
+    "      trace file (EX_DATAERR)\n"
     "  69  a service (Prometheus) unavailable (EX_UNAVAILABLE)\n"
     "  70  internal error (EX_SOFTWARE)\n"
     "  74  a read or write failed (EX_IOERR)\n";
