@@ -14,6 +14,8 @@
 #include <pcre2.h>
 #include <simdjson.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -884,14 +886,58 @@ Status ReadAddedTokens(dom::element e, Impl& t) {
 Tokenizer::Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::~Tokenizer() = default;
 
+namespace {
+
+// Where JSON text stops being JSON: simdjson reports no position, so on that error path
+// nlohmann's SAX parser reads the text again (building nothing) for the line and column.
+struct SyntaxErrorAt : nlohmann::json_sax<nlohmann::json> {
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(size_t byte, const std::string&, const nlohmann::json::exception& e) override {
+    byte_ = byte;
+    // "[json.exception.parse_error.101] parse error at line 4, column 5: syntax error ..."
+    const std::string_view what = e.what();
+    const size_t col = what.find("column ");
+    const size_t colon = col == std::string_view::npos ? col : what.find(": ", col);
+    why_ = colon == std::string_view::npos ? what : what.substr(colon + 2);
+    return false;
+  }
+  size_t byte_ = 0;  // nlohmann's 1-based index of the offending byte
+  std::string why_;  // nlohmann's reason, which names what it read and expected
+};
+
+Status NotJson(std::string_view json, std::string_view source, const char* why) {
+  SyntaxErrorAt at;
+  nlohmann::json::sax_parse(json.begin(), json.end(), &at);
+  if (at.byte_ == 0) return Status::Invalid(fmt::format("{}: not valid JSON: {}", source, why));
+  const size_t end = std::min(at.byte_ - 1, json.size());
+  const size_t line = 1 + static_cast<size_t>(std::count(json.begin(), json.begin() + end, '\n'));
+  const size_t nl = json.substr(0, end).rfind('\n');
+  const size_t column = end - (nl == std::string_view::npos ? 0 : nl + 1) + 1;
+  return Status::Invalid(
+      fmt::format("{}:{}: not valid JSON at column {}: {}", source, line, column, at.why_));
+}
+
+}  // namespace
+
 Result<Tokenizer> Tokenizer::FromJson(std::string_view json, std::string_view source) {
+  dom::parser parser;
+  dom::element root;
+  simdjson::padded_string padded(json);
+  if (auto err = parser.parse(padded).get(root); err != simdjson::SUCCESS) {
+    return NotJson(json, source, simdjson::error_message(err));
+  }
   auto run = [&]() -> Result<Tokenizer> {
-    dom::parser parser;
-    dom::element root;
-    simdjson::padded_string padded(json);
-    if (auto err = parser.parse(padded).get(root); err != simdjson::SUCCESS) {
-      return Status::Invalid(fmt::format("not valid JSON: {}", simdjson::error_message(err)));
-    }
     dom::object top;
     if (root.get(top) != simdjson::SUCCESS) return WrongType("top level", "an object", root);
     auto impl = std::make_shared<Impl>();
