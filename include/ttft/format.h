@@ -77,6 +77,20 @@ inline std::string X(double ratio) {
   return std::isfinite(ratio) ? fmt::format("x{:.2f}", ratio) : "n/a";
 }
 
+// A p-value in `digits` significant digits ("4.1e-75"); one below 1e-300 as "< 1e-300":
+// a normal-approximation p-value (erfc of a z over about 37) underflows to 0 there, and
+// "0" would claim certainty; "n/a" when not finite.
+inline std::string PValue(double p, int digits = 2) {
+  if (!std::isfinite(p)) return "n/a";
+  if (p < 1e-300) return "< 1e-300";
+  return fmt::format("{:.{}g}", p, digits);
+}
+// "p = 4.1e-75", "p < 1e-300" or "p = n/a", for a sentence.
+inline std::string PClause(double p, int digits = 2) {
+  const std::string v = PValue(p, digits);
+  return v[0] == '<' ? "p " + v : "p = " + v;
+}
+
 // A window [from_s, to_s): seconds as "[60,300) s", or, when both ends are Unix epoch
 // seconds (from 2001-09-09, 1e9 s, on), RFC 3339 UTC clock times
 // "[2026-10-02T17:03:38Z, 2026-10-03T08:48:38Z)", the end as a time of day when on the

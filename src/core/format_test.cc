@@ -32,6 +32,18 @@ TEST(EscapeUtf8, AppendsEachLengthAtItsBoundaries) {
   EXPECT_TRUE(escape::IsValidUtf8(out));
 }
 
+TEST(NumfmtPValue, NeverPrintsAnUnderflowAsZero) {
+  EXPECT_EQ(numfmt::PValue(0.0312), "0.031");
+  EXPECT_EQ(numfmt::PValue(4.1e-75), "4.1e-75");
+  EXPECT_EQ(numfmt::PValue(0.0312, 3), "0.0312");
+  EXPECT_EQ(numfmt::PValue(1e-300), "1e-300");
+  EXPECT_EQ(numfmt::PValue(std::erfc(40.0)), "< 1e-300");  // erfc underflows to 0
+  EXPECT_EQ(numfmt::PValue(std::nan("")), "n/a");
+  EXPECT_EQ(numfmt::PClause(0.5), "p = 0.5");
+  EXPECT_EQ(numfmt::PClause(0), "p < 1e-300");
+  EXPECT_EQ(numfmt::PClause(INFINITY), "p = n/a");
+}
+
 TEST(EscapeTerminal, ShowsEveryControlCharacterAsAnEscape) {
   using escape::Terminal;
   EXPECT_EQ(Terminal("acme-rag"), "acme-rag");

@@ -91,10 +91,11 @@ Significance AssessSignificance(const WindowStats& baseline, const WindowStats& 
     s.verdict = material && (mw_sig || tail_sig) ? Verdict::kRegression : Verdict::kNoRegression;
     s.verdict_reason = fmt::format(
         "p99 TTFT {} -> {} ({}, 95% bootstrap CI [{}, {}]; material if the lower bound "
-        "> {:.2f}); Mann-Whitney p = {:.2g}, tail test p = {:.2g} (significant below {:.3g})",
+        "> {:.2f}); Mann-Whitney {}, tail test {} (significant below {:.3g})",
         Secs(baseline.ttft_s.p99), Secs(incident.ttft_s.p99), X(s.p99_ratio.estimate),
         numfmt::Fixed(s.p99_ratio.lower, 2), numfmt::Fixed(s.p99_ratio.upper, 2),
-        opt.min_p99_ratio_lower, s.mann_whitney_p, s.tail_test_p, opt.alpha_per_test);
+        opt.min_p99_ratio_lower, numfmt::PClause(s.mann_whitney_p), numfmt::PClause(s.tail_test_p),
+        opt.alpha_per_test);
     if (s.verdict == Verdict::kNoRegression && s.p99_ratio.upper < 1) {
       s.verdict_reason += "; the tail improved";
     }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ttft/format.h"
 #include "ttft/gate.h"
 
 namespace ttft {
@@ -167,8 +168,8 @@ void JudgeQuantile(const GateConfig& config, const GateArm& b, const GateArm& c,
       r.label = GateLabel::kHigh;
       r.rule = fmt::format(
           "{} {:.4g} >= threshold {:g} and the canary's share above {:g} s is "
-          "significantly larger (z = {:.2f}, p = {:.2g})",
-          what, r.effect, t, qb.upper_bound, zc, UpperTail(zc));
+          "significantly larger (z = {:.2f}, {})",
+          what, r.effect, t, qb.upper_bound, zc, numfmt::PClause(UpperTail(zc)));
     } else if (Decreases(d) && r.effect <= 1 / t && std::isfinite(qc.upper_bound) &&
                UpperTail(zb) < alpha1) {
       r.label = GateLabel::kLow;
@@ -178,8 +179,8 @@ void JudgeQuantile(const GateConfig& config, const GateArm& b, const GateArm& c,
           what, r.effect, 1 / t, qc.upper_bound, zb);
     } else {
       r.label = GateLabel::kPass;
-      r.rule = fmt::format("{} {:.4g} (threshold {:g}); share test z = {:.2f}, p = {:.2g}", what,
-                           r.effect, t, zc, UpperTail(zc));
+      r.rule = fmt::format("{} {:.4g} (threshold {:g}); share test z = {:.2f}, {}", what, r.effect,
+                           t, zc, numfmt::PClause(UpperTail(zc)));
     }
     r.harmful = r.label == GateLabel::kHigh || r.label == GateLabel::kLow;
     return;

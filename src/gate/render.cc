@@ -111,8 +111,9 @@ std::string RenderText(const GateResult& r) {
   for (const CriterionResult& c : r.criteria) {
     out += fmt::format("{}: {}\n", ToString(c.criterion.metric), escape::Terminal(c.rule));
     if (std::isfinite(c.mw_p)) {
-      out += fmt::format("  Mann-Whitney p = {:.3g}, Hodges-Lehmann shift {} s [{}, {}]\n", c.mw_p,
-                         Fmt(c.hl_shift), Fmt(c.hl_lower), Fmt(c.hl_upper));
+      out += fmt::format("  Mann-Whitney {}, Hodges-Lehmann shift {} s [{}, {}]\n",
+                         numfmt::PClause(c.mw_p, 3), Fmt(c.hl_shift), Fmt(c.hl_lower),
+                         Fmt(c.hl_upper));
     }
     if (!c.method.empty()) out += fmt::format("  method: {}\n", escape::Terminal(c.method));
   }

@@ -172,7 +172,6 @@ std::string TimeTick(double t_s, double step_s) {
   return fmt::format("{:02}:{:02}", tm.tm_hour, tm.tm_min);
 }
 
-std::string PValue(double p) { return std::isfinite(p) ? fmt::format("{:.2g}", p) : "n/a"; }
 std::string Rps(double v) { return std::isfinite(v) ? fmt::format("{:.2f} rps", v) : "n/a"; }
 std::string Fixed2(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : "n/a"; }
 std::string Fixed3(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "n/a"; }
@@ -573,11 +572,11 @@ std::string Significance(const DiagnosisReport& r) {
           N("significance.p99_ratio_ci[1]", X(r.p99_ratio.upper)));
   row("p50 TTFT ratio", N("significance.p50_ratio", X(r.p50_ratio)));
   row("Mann-Whitney p (whole distribution)",
-      N("significance.mann_whitney_p", PValue(r.mann_whitney_p)));
+      N("significance.mann_whitney_p", numfmt::PValue(r.mann_whitney_p)));
   row("Hodges-Lehmann shift",
       N("significance.hodges_lehmann_shift_s", Secs(r.hodges_lehmann_shift_s)));
   row("tail test p (share above the pooled p99)",
-      N("significance.tail_test_p", PValue(r.tail_test_p)));
+      N("significance.tail_test_p", numfmt::PValue(r.tail_test_p)));
   row("requests tested (baseline, incident)",
       N("significance.samples_baseline", fmt::format("{}", r.test_samples_baseline)) + ", " +
           N("significance.samples_incident", fmt::format("{}", r.test_samples_incident)));

@@ -47,6 +47,9 @@ function parseShown(s) {
     return { v: Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]) / 1000, tol: 1 };
   }
   const num = '(-?\\d+(?:\\.\\d+)?(?:e[-+]?\\d+)?)';
+  // A bound: "< 1e-300", a p-value that underflowed (the JSON holds what is below it).
+  m = s.match(new RegExp(`^< ${num}$`));
+  if (m) return { v: Number(m[1]), below: true };
   const forms = [
     [`^x${num}$`, 1], [`^${num} ms$`, 1e-3], [`^${num} s$`, 1], [`^${num}%$`, 1e-2],
     [`^${num} rps$`, 1], [`^${num}$`, 1],
@@ -65,6 +68,7 @@ function parseShown(s) {
 function close(shown, expected) {
   if (expected === null) return shown.v === null;
   if (typeof expected !== 'number' || shown.v === null) return false;
+  if (shown.below) return expected < shown.v;
   return Math.abs(shown.v - expected) <= shown.tol * (1 + 1e-9) + 1e-12;
 }
 
