@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <set>
 
@@ -311,18 +312,14 @@ class Lexer {
       }
       const char e = s[++i];
       auto hex = [&](int len) -> bool {
-        if (i + static_cast<size_t>(len) >= s.size()) return false;
+        const size_t n = static_cast<size_t>(len);
+        if (i + n >= s.size()) return false;
         uint32_t v = 0;
-        for (int k = 1; k <= len; ++k) {
-          const char h = s[i + static_cast<size_t>(k)];
-          if (!std::isxdigit(static_cast<unsigned char>(h))) return false;
-          v = v * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h))
-                                                 ? h - '0'
-                                                 : (std::tolower(h) - 'a' + 10));
-        }
-        if (v > 0x10FFFF) return false;
+        const char* first = s.data() + i + 1;
+        const auto r = std::from_chars(first, first + n, v, 16);
+        if (r.ec != std::errc() || r.ptr != first + n || v > 0x10FFFF) return false;
         put(v);
-        i += static_cast<size_t>(len);
+        i += n;
         return true;
       };
       switch (e) {

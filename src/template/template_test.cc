@@ -29,6 +29,13 @@ std::string RenderError(std::string_view tmpl, std::string_view vars = "{}") {
   return r.ok() ? "" : r.status().message();
 }
 
+// A string literal's escapes decode as Python's: \x, \u and \U with their digit counts
+// (UTF-8 out); too few or non-hex digits, or a code point past U+10FFFF, stay as written.
+TEST(TemplateTest, StringLiteralHexEscapes) {
+  EXPECT_EQ(Render(R"({{ '\u00e9\x41\U0001F600|\xZZ|\U00110000|\u12' }})"),
+            "\u00e9A\U0001F600|\\xZZ|\\U00110000|\\u12");
+}
+
 TEST(TemplateTest, ExpressionsAndFilters) {
   EXPECT_EQ(Render("{{ 1 + 2 * 3 }} {{ 7 // 2 }} {{ -7 % 3 }} {{ 7 / 2 }}"), "7 3 2 3.5");
   EXPECT_EQ(Render("{{ 'a' ~ 1 ~ none }}"), "a1None");
