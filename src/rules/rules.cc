@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -161,21 +162,13 @@ struct Unquoted {
 Unquoted UnquotePromString(std::string_view s, size_t& i) {
   const char quote = s[i++];
   Unquoted u;
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
+  // `n` digits in `base` at s[i] into v, i past them (false: fewer, or not digits).
   auto digits = [&](size_t n, int base, uint32_t& v) {
-    v = 0;
-    for (size_t k = 0; k < n; ++k, ++i) {
-      const int d = i < s.size()
-                        ? (base == 16 ? hex(s[i]) : (s[i] >= '0' && s[i] <= '7' ? s[i] - '0' : -1))
-                        : -1;
-      if (d < 0) return false;
-      v = v * static_cast<uint32_t>(base) + static_cast<uint32_t>(d);
-    }
+    if (s.size() - i < n) return false;
+    const char* first = s.data() + i;
+    const auto r = std::from_chars(first, first + n, v, base);
+    if (r.ec != std::errc() || r.ptr != first + n) return false;
+    i += n;
     return true;
   };
   while (i < s.size()) {
@@ -240,8 +233,8 @@ Unquoted UnquotePromString(std::string_view s, size_t& i) {
 }
 
 // Checks `name op "value", ...` (PromQL label matchers without the braces): the values
-// as PromQL reads them, and each regex (=~, !~) compiled as Prometheus compiles it, fully
-// anchored, by RE2, whose syntax Go's regexp package (which Prometheus uses) implements.
+// as PromQL reads them, and each regex (=~, !~) compiled by RE2, whose syntax Go's regexp
+// package (which Prometheus uses) implements.
 Status CheckSelector(std::string_view s) {
   size_t i = 0;
   auto skip_space = [&] {
