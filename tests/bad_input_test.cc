@@ -279,3 +279,39 @@ TEST_F(BadInputCorpus, EventsOutsideTheDataRepeatedOrNoneAreSaid) {
 }
 
 }  // namespace
+
+// A --selector for Prometheus is checked before any connection (ttft/promql.h): the
+// address below has no server, so reaching it would exit 69 after retries; a typo or
+// a value that closes the braces to add a query of its own exits 2 at once, naming
+// the flag and the character. One that passes goes on to the (absent) server.
+TEST_F(BadInputCorpus, APrometheusSelectorIsCheckedBeforeAnyConnection) {
+  const std::string down = "--prometheus http://127.0.0.1:9 --timeout 1 ";
+  const std::string gate = "gate " + down +
+                           "--from 1000 --to 2000 --baseline-selector a=b "
+                           "--canary-selector a=c ";
+  const std::string stats_window = "stats " + down + "--from 1000 --to 2000 ";
+  const std::string diagnose_window = "diagnose " + down + "--change-at 1500 --window 300 ";
+  const std::string stats = stats_window + "--selector ";
+  const std::string diagnose = diagnose_window + "--selector ";
+  for (const std::string& cmd : {stats, diagnose}) {
+    Expect(cmd + R"('model_name="x')", 2,
+           "--selector 'model_name=\"x': an unterminated value at character 14", 10);
+    Expect(cmd + R"('a="b"} or up{c="d"')", 2, "expected ',' between matchers at character 6", 10);
+    Expect(cmd + R"('a=~"("')", 2, "the regex of label 'a' does not compile", 10);
+    Expect(cmd + R"('{"service.name"="vllm",}')", 69, "cannot connect");
+  }
+  // So is --step, in every command that queries Prometheus; gate says so as bad usage,
+  // not as Inconclusive. A step longer than the window is one grid interval: 1e300 (like
+  // inf, it used to reach an integer conversion and end in SIGFPE) goes on to the server.
+  for (const std::string& cmd : {stats_window, diagnose_window, gate}) {
+    for (const char* step : {"inf", "nan", "0.0001"}) {
+      Expect(cmd + "--step " + step, 2, std::string("--step ") + step, 10);
+    }
+    if (cmd != gate) Expect(cmd + "--step 1e300", 69, "cannot connect");
+  }
+  RunResult g = RunTtft(gate + "--step 1e300", 10);
+  EXPECT_EQ(g.exit_code, 3) << g.err;  // Inconclusive: the gate's verdict on a down server
+  EXPECT_THAT(g.out, HasSubstr("cannot connect"));
+  Expect("stats " + down + "--from 1e300 --to 2e300", 2,
+         "times must be within +-1e15 s of the Unix epoch", 10);
+}

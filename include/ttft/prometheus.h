@@ -66,6 +66,11 @@ struct PromClientOptions {
 // that take --timeout before they know whether they will query a server.
 Status CheckPromClientOptions(const PromClientOptions& options);
 
+// A query_range step (`--step`) finite and at least 1 ms, Prometheus's resolution; else
+// InvalidArgument naming --step and the value. FetchPromWindow checks it; so do the
+// commands that take --step before they know whether they will query a server.
+Status CheckPromStep(double step_s);
+
 // A minimal client for the Prometheus HTTP API. Errors: Unavailable when the
 // server cannot be reached or does not answer within timeout_s after every attempt
 // (the message names the URL and the last error), InvalidArgument for a rejected
@@ -104,8 +109,11 @@ class PromClient {
 // edges. Each grid point holds the latest sample at or before it (PromQL instant-vector
 // semantics), so a counter reset is seen unless the counter regrows past its old value
 // before the next grid point: use a step no longer than the scrape interval to see every
-// reset. Errors: InvalidArgument for an empty window or 11,000 grid points or more
-// (Prometheus's limit), NotFound when no series match, and PromClient's errors.
+// reset. Errors, all InvalidArgument ones before any query: InvalidArgument for an
+// empty window or one beyond +-1e15 s, a step CheckPromStep refuses, a selector
+// CheckLabelMatchers (ttft/promql.h) refuses (quoted UTF-8 label names allowed; the
+// message names --selector), and 11,000 grid points or more (Prometheus's limit);
+// NotFound when no series match; PromClient's errors.
 Result<std::vector<MetricSnapshot>> FetchPromWindow(PromClient& client, std::string selector,
                                                     double from_s, double to_s,
                                                     double max_step_s = 15);

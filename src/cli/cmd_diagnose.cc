@@ -11,6 +11,7 @@
 #include "ttft/calibration.h"
 #include "ttft/dataset.h"
 #include "ttft/diagnose.h"
+#include "ttft/prometheus.h"
 #include "ttft/report.h"
 
 namespace ttft::cli {
@@ -21,6 +22,7 @@ Runner RegisterDiagnose(CLI::App& app) {
     std::string change_at, events, prometheus, selector, format = "text", out, model, gpu, dtype;
     std::string baseline_window, incident_window, calibration;
     double window_s = 0;
+    double prometheus_step_s = 15, prometheus_timeout_s = 5;  // as stats' and gate's flags
     int tp = 0;
     int64_t min_requests = 100;
     bool no_attribution = false;
@@ -45,6 +47,13 @@ Runner RegisterDiagnose(CLI::App& app) {
   app.add_option("--prometheus", o->prometheus,
                  "Prometheus base URL (needs --change-at, --window)");
   app.add_option("--selector", o->selector, "Prometheus label selector, e.g. model_name=\"x\"");
+  app.add_option("--step", o->prometheus_step_s,
+                 "with --prometheus: longest query_range step in seconds (no longer than the "
+                 "scrape interval to see every counter reset)")
+      ->capture_default_str();
+  app.add_option("--timeout", o->prometheus_timeout_s,
+                 "with --prometheus: seconds per attempt (3 attempts with back-off)")
+      ->capture_default_str();
   app.add_option("--format", o->format, "text, markdown, json or html")
       ->check(CLI::IsMember({"text", "markdown", "json", "html"}))
       ->capture_default_str();
@@ -68,6 +77,9 @@ Runner RegisterDiagnose(CLI::App& app) {
       ->capture_default_str();
   AddReaderFlags(app, o->reader);
   return [o]() -> Status {
+    // Checked whether or not --prometheus is given: a bad value is never ignored.
+    TTFT_RETURN_IF_ERROR(CheckPromClientOptions({.timeout_s = o->prometheus_timeout_s}));
+    TTFT_RETURN_IF_ERROR(CheckPromStep(o->prometheus_step_s));
     DiagnoseOptions options;
     options.model = o->model;
     options.gpu = o->gpu;
@@ -131,7 +143,8 @@ Runner RegisterDiagnose(CLI::App& app) {
         }
         TTFT_RETURN_IF_ERROR(LoadPrometheus(o->prometheus, o->selector,
                                             want.change_at_s - o->window_s,
-                                            want.change_at_s + o->window_s, 15, {}, *base));
+                                            want.change_at_s + o->window_s, o->prometheus_step_s,
+                                            {.timeout_s = o->prometheus_timeout_s}, *base));
       }
       TTFT_RETURN_IF_ERROR(LoadDataset(o->inputs, load, *base));
       PrintReadSummary(base->report);

@@ -259,7 +259,7 @@ Status CheckGateSource(const GateSource& f) {
         fmt::format("--prometheus {}: expected http://HOST:PORT", f.prometheus_url));
   }
   TTFT_RETURN_IF_ERROR(CheckPromClientOptions(f.client));
-  if (!(f.step_s > 0)) return Status::Invalid("--step: expected seconds > 0");
+  TTFT_RETURN_IF_ERROR(CheckPromStep(f.step_s));
   TTFT_ASSIGN_OR_RETURN(Match bsel, SelectorOf(f.baseline_selector, "--baseline-selector"));
   TTFT_ASSIGN_OR_RETURN(Match csel, SelectorOf(f.canary_selector, "--canary-selector"));
   if (!two_sets && bsel == csel) {

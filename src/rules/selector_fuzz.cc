@@ -1,4 +1,5 @@
-// libFuzzer target for `ttft rules --selector` (ttft/rules.h): any bytes are either
+// libFuzzer target for `ttft rules --selector` (ttft/rules.h) and the label-matcher check
+// of the Prometheus queries (ttft/promql.h): any bytes are either
 // refused with a message naming --selector, or accepted; an accepted selector yields a
 // recording-rule file that parses as YAML and whose every expression holds the selector
 // as given, and a dashboard that parses as JSON, never a crash. The regex and escape
@@ -13,12 +14,18 @@
 #include <string>
 #include <string_view>
 
+#include "ttft/promql.h"
 #include "ttft/rules.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ttft::RulesOptions o;
   o.selector.assign(reinterpret_cast<const char*>(data), size);
   const ttft::Status st = ttft::ValidateRulesOptions(o);
+  // The query path's syntax (Prometheus 3's quoted names) accepts all the rules' does.
+  const ttft::Status utf8 =
+      ttft::CheckLabelMatchers(o.selector, "--selector", {.quoted_names = true});
+  if (st.ok() && !utf8.ok()) std::abort();
+  if (!utf8.ok() && utf8.message().find("--selector") == std::string::npos) std::abort();
   if (!st.ok()) {
     if (st.message().find("--selector") == std::string::npos) std::abort();
     return 0;

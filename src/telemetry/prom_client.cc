@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "ttft/prometheus.h"
+#include "ttft/promql.h"
 
 namespace ttft {
 namespace {
@@ -85,6 +86,17 @@ Status CheckPromClientOptions(const PromClientOptions& options) {
         fmt::format("Prometheus client: {} attempts, back-off {} s: expected "
                     "1 to 10 attempts and 0 to 60 s",
                     options.max_attempts, options.initial_backoff_s));
+  }
+  return Status::Ok();
+}
+
+Status CheckPromStep(double step_s) {
+  // Infinite or huge steps would reach llround to int64 milliseconds (undefined).
+  if (!(step_s >= 0.001) || !std::isfinite(step_s)) {
+    return Status::Invalid(
+        fmt::format("--step {}: expected a finite number of seconds, at least 0.001 (Prometheus's "
+                    "resolution is 1 ms)",
+                    step_s));
   }
   return Status::Ok();
 }
@@ -229,20 +241,31 @@ Result<std::vector<MetricSnapshot>> FetchPromWindow(PromClient& client, std::str
     return Status::Invalid(
         fmt::format("Prometheus window [{}, {}]: --to must be after --from", from_s, to_s));
   }
-  if (!(max_step_s >= 0.001)) {
-    return Status::Invalid(fmt::format("Prometheus step {} s: must be at least 1 ms", max_step_s));
+  // Whole milliseconds below fit int64_t with room for the sums: |t| <= 1e15 s (the
+  // year 31.7 million) keeps range_ms + max_step_ms under 2^63.
+  constexpr double kMaxAbsTimeS = 1e15;
+  if (!(std::abs(from_s) <= kMaxAbsTimeS && std::abs(to_s) <= kMaxAbsTimeS)) {
+    return Status::Invalid(
+        fmt::format("Prometheus window [{}, {}]: times must be within +-1e15 s of the Unix epoch",
+                    from_s, to_s));
   }
-  while (!selector.empty() && selector.front() == ' ') selector.erase(0, 1);
-  while (!selector.empty() && selector.back() == ' ') selector.pop_back();
+  TTFT_RETURN_IF_ERROR(CheckPromStep(max_step_s));
+  max_step_s = std::min(max_step_s, to_s - from_s);  // longer than the window: one interval
+  selector = std::string(TrimLabelMatchers(selector));
   if (selector.starts_with('{') && selector.ends_with('}')) {
     selector = selector.substr(1, selector.size() - 2);
   }
+  // Checked here, before the first query: a typo is named locally (not as Prometheus's
+  // bad_data, or a refused connection first), and a value cannot close the braces and
+  // add series of another query. The target may be Prometheus 3: quoted UTF-8 names pass.
+  TTFT_RETURN_IF_ERROR(CheckLabelMatchers(selector, "--selector", {.quoted_names = true}));
+  selector = std::string(TrimLabelMatchers(selector));
   // A grid of whole milliseconds (Prometheus's resolution) from from_s, plus the end
   // point to_s when the range is not a whole number of steps.
   const int64_t from_ms = std::llround(from_s * 1000);
   const int64_t range_ms = std::max<int64_t>(1, std::llround(to_s * 1000) - from_ms);
   const int64_t to_ms = from_ms + range_ms;
-  const int64_t max_step_ms = std::llround(max_step_s * 1000);
+  const int64_t max_step_ms = std::max<int64_t>(1, std::llround(max_step_s * 1000));
   const int64_t n = (range_ms + max_step_ms - 1) / max_step_ms;
   if (n >= 11000) {
     return Status::Invalid(
