@@ -197,7 +197,8 @@ Result<GateResult> LookWithState(const GateRunOptions& o, const GateArmLoader& l
   return r;
 }
 
-// Bounded by for_s (plus one look's duration).
+// Bounded by for_s plus two looks' durations: the look that runs across the deadline,
+// then the final one (whose successor would start past it).
 Result<GateResult> LookRepeatedly(const GateRunOptions& o, const GateArmLoader& load,
                                   GateClock& clock,
                                   const std::function<void(const std::string&)>& on_look) {
@@ -210,8 +211,10 @@ Result<GateResult> LookRepeatedly(const GateRunOptions& o, const GateArmLoader& 
   double inc_from = o.from_s;
   GateResult r = Inconclusive("no look was made");
   for (int look = 0;; ++look) {
+    // The next look starts at its slot or, after a look slower than --every, now: the
+    // last is the one whose successor would start past the deadline.
     const double next = start + o.every_s * (look + 1);
-    const bool final_look = next > deadline;
+    const bool final_look = std::max(next, clock.MonotonicS()) > deadline;
     const double end = WindowEnd(o, clock);
     TTFT_ASSIGN_OR_RETURN(GateArms arms, load(o.from_s, end, inc_from));
     if (arms.unavailable) {
@@ -295,6 +298,14 @@ Result<double> ParseGateDuration(std::string_view text, std::string_view flag) {
   if (num.empty() || end != num.c_str() + num.size() || !(v > 0) || !std::isfinite(v)) {
     return Status::Invalid(
         fmt::format("{} '{}': expected a positive duration like 60s, 5m, 1h", flag, text));
+  }
+  // Looking faster than a scrape sees nothing new and only loads the server; a gate
+  // longer than a month is no rollout. (--every 1e-300 used to look without end, as
+  // its slots never advanced past the start; --for 1e300 ran until killed.)
+  constexpr double kMinS = 1, kMaxS = 30 * 86400.0;
+  if (!(v * scale >= kMinS && v * scale <= kMaxS)) {
+    return Status::Invalid(
+        fmt::format("{} '{}': expected a duration from 1s to 720h (30 days)", flag, text));
   }
   return v * scale;
 }

@@ -187,7 +187,10 @@ TEST(GateDuration, Parses) {
   EXPECT_EQ(*ParseGateDuration("90s", "--every"), 90);
   EXPECT_EQ(*ParseGateDuration("5m", "--every"), 300);
   EXPECT_EQ(*ParseGateDuration("1.5h", "--for"), 5400);
-  for (const char* bad : {"", "m", "0s", "-5m", "5d", "inf", "nan"}) {
+  EXPECT_EQ(*ParseGateDuration("1s", "--every"), 1);
+  EXPECT_EQ(*ParseGateDuration("720h", "--for"), 30 * 86400);
+  for (const char* bad :
+       {"", "m", "0s", "-5m", "5d", "inf", "nan", "1e-300", "0.5s", "721h", "1e300s"}) {
     auto d = ParseGateDuration(bad, "--for");
     ASSERT_FALSE(d.ok()) << bad;
     EXPECT_THAT(d.status().message(), HasSubstr("--for '"));
@@ -259,6 +262,24 @@ GateRunOptions Looks(double every_s, double for_s) {
   o.every_s = every_s;
   o.for_s = for_s;
   return o;
+}
+
+// Looks slower than --every: the schedule's slots fall behind the clock, and the run
+// still ends after the look that runs across the deadline and one final look, not after
+// every slot's look (which took 4 looks, 400 s, for a 180 s --for).
+TEST(GateRepeatedLooks, SlowLooksStillEndSoonAfterTheDeadline) {
+  FakeClock clock;
+  FakeLoader loader;
+  auto slow_load = [&](double from_s, double to_s, double inc_from_s) {
+    clock.now_s += 100;  // each look takes 100 s
+    return loader(from_s, to_s, inc_from_s);
+  };
+  auto r = RunGate(Looks(60, 180), slow_load, clock, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Looks start at 0, 100 and 200 s; the one at 200 s is past the deadline: the last.
+  EXPECT_EQ(loader.calls.size(), 3u);
+  EXPECT_EQ(clock.now_s, 300);
+  EXPECT_EQ(r->verdict, GateVerdict::kPass) << r->reason;
 }
 
 TEST(GateRepeatedLooks, AaRunsEveryLookThenPasses) {
