@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "run_ttft.h"
+#include "telemetry/prometheus_process_testing.h"
 
 namespace {
 
@@ -285,7 +286,10 @@ TEST_F(BadInputCorpus, EventsOutsideTheDataRepeatedOrNoneAreSaid) {
 // a value that closes the braces to add a query of its own exits 2 at once, naming
 // the flag and the character. One that passes goes on to the (absent) server.
 TEST_F(BadInputCorpus, APrometheusSelectorIsCheckedBeforeAnyConnection) {
-  const std::string down = "--prometheus http://127.0.0.1:9 --timeout 1 ";
+  const int port = ttft::testing::FreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  const std::string down =
+      "--prometheus http://127.0.0.1:" + std::to_string(port) + " --timeout 1 ";
   const std::string gate = "gate " + down +
                            "--from 1000 --to 2000 --baseline-selector a=b "
                            "--canary-selector a=c ";

@@ -52,6 +52,10 @@ Status CheckLabelMatchers(std::string_view matchers, std::string_view flag,
 // takes `{a="x",}`, but neither `{a="x",,le="1"}` nor `{  ,le="1"}`.
 std::string_view TrimLabelMatchers(std::string_view matchers);
 
+// A selector as users also write it, `{...}` with blanks around: the text inside one
+// pair of braces, or the selector itself (less the blanks) when it has none.
+std::string_view StripSelectorBraces(std::string_view selector);
+
 // A label name in Prometheus's legacy character set, [a-zA-Z_][a-zA-Z0-9_]*.
 bool IsLabelName(std::string_view s);
 

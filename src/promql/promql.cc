@@ -182,16 +182,27 @@ Status CheckLabelMatchers(std::string_view s, std::string_view flag, LabelMatche
   }
 }
 
+namespace {
+
 // Trimmed by hand: Debian's absl::StripAsciiWhitespace takes absl's own string_view
 // type (ABSL_OPTION_USE_STD_STRING_VIEW 0).
+std::string_view TrimBlanks(std::string_view v) {
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+  return v;
+}
+
+}  // namespace
+
 std::string_view TrimLabelMatchers(std::string_view selector) {
-  auto trim = [](std::string_view v) {
-    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
-    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
-    return v;
-  };
-  std::string_view m = trim(selector);
-  if (!m.empty() && m.back() == ',') m = trim(m.substr(0, m.size() - 1));
+  std::string_view m = TrimBlanks(selector);
+  if (!m.empty() && m.back() == ',') m = TrimBlanks(m.substr(0, m.size() - 1));
+  return m;
+}
+
+std::string_view StripSelectorBraces(std::string_view selector) {
+  std::string_view m = TrimBlanks(selector);
+  if (m.starts_with('{') && m.ends_with('}')) m = m.substr(1, m.size() - 2);
   return m;
 }
 

@@ -59,6 +59,11 @@ TEST(LabelMatchers, TrimmedReadyToJoinOtherMatchers) {
   EXPECT_EQ(TrimLabelMatchers("\ta=\"x\",b=\"y\"\t"), "a=\"x\",b=\"y\"");
   EXPECT_EQ(TrimLabelMatchers(" , "), "");
   EXPECT_EQ(TrimLabelMatchers(""), "");
+  EXPECT_EQ(StripSelectorBraces(" {a=\"x\",}\t"), "a=\"x\",");
+  EXPECT_EQ(StripSelectorBraces("a=\"x\""), "a=\"x\"");
+  // A comma outside the braces is not the matchers' trailing comma: it stays, and is refused.
+  EXPECT_EQ(StripSelectorBraces("{a=\"x\"},"), "{a=\"x\"},");
+  EXPECT_FALSE(CheckLabelMatchers(StripSelectorBraces("{a=\"x\"},"), "--selector").ok());
   EXPECT_TRUE(IsLabelName("_a1"));
   EXPECT_FALSE(IsLabelName("1a"));
   EXPECT_FALSE(IsLabelName("a.b"));

@@ -251,15 +251,12 @@ Result<std::vector<MetricSnapshot>> FetchPromWindow(PromClient& client, std::str
   }
   TTFT_RETURN_IF_ERROR(CheckPromStep(max_step_s));
   max_step_s = std::min(max_step_s, to_s - from_s);  // longer than the window: one interval
-  selector = std::string(TrimLabelMatchers(selector));
-  if (selector.starts_with('{') && selector.ends_with('}')) {
-    selector = selector.substr(1, selector.size() - 2);
-  }
   // Checked here, before the first query: a typo is named locally (not as Prometheus's
   // bad_data, or a refused connection first), and a value cannot close the braces and
   // add series of another query. The target may be Prometheus 3: quoted UTF-8 names pass.
-  TTFT_RETURN_IF_ERROR(CheckLabelMatchers(selector, "--selector", {.quoted_names = true}));
-  selector = std::string(TrimLabelMatchers(selector));
+  const std::string_view inner = StripSelectorBraces(selector);
+  TTFT_RETURN_IF_ERROR(CheckLabelMatchers(inner, "--selector", {.quoted_names = true}));
+  selector = std::string(TrimLabelMatchers(inner));
   // A grid of whole milliseconds (Prometheus's resolution) from from_s, plus the end
   // point to_s when the range is not a whole number of steps.
   const int64_t from_ms = std::llround(from_s * 1000);
