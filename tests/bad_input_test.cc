@@ -319,3 +319,21 @@ TEST_F(BadInputCorpus, APrometheusSelectorIsCheckedBeforeAnyConnection) {
   Expect("stats " + down + "--from 1e300 --to 2e300", 2,
          "times must be within +-1e15 s of the Unix epoch", 10);
 }
+
+// The Prometheus flags are checked when files are read instead: a bad --step or
+// --timeout is an error, not ignored, and a --selector (which filters a live server's
+// series, never a file's) says it needs --prometheus rather than filtering nothing.
+TEST_F(BadInputCorpus, PrometheusFlagsGivenWithFilesAreCheckedNotIgnored) {
+  const std::string out = (dir_ / "sim").string();
+  RunResult sim = RunTtft("simulate " + Write("s.yaml", kScenario) + " --quiet --out " + out, 60);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const std::string stats = "stats " + out + " ";
+  const std::string diagnose =
+      "diagnose " + out + " --change-at 30 --window 30 --min-requests 10 --no-attribution ";
+  for (const std::string& cmd : {stats, diagnose}) {
+    Expect(cmd + "--step inf", 2, "--step inf", 10);
+    Expect(cmd + "--timeout 0", 2, "--timeout 0", 10);
+    Expect(cmd + R"(--selector 'model_name="x"')", 2, "--selector filters a live Prometheus's", 60);
+    Expect(cmd + "--step 30 --timeout 2", 0, "", 60);  // good values, unused, are fine
+  }
+}

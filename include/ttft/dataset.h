@@ -219,8 +219,9 @@ struct StatsResult {
 // quantiles with the bucket bounds they fall between, over the window between the
 // first and the last scrape (one scrape: totals since the process started). The
 // first input's format decides between spans and metrics; an input of the other
-// kind is an error. InvalidArgument: no inputs and no Prometheus, both, or
-// --prometheus without a finite --from and --to.
+// kind is an error. InvalidArgument: no inputs and no Prometheus, both, --prometheus
+// without a finite --from and --to, a client option or step CheckPromClientOptions or
+// CheckPromStep refuses (with or without --prometheus), or a selector without it.
 Result<StatsResult> ComputeStats(std::span<const std::string> paths, const StatsRequest& request);
 
 // -----------------------------------------------------------------------------

@@ -87,12 +87,6 @@ class PromClient {
   Result<std::vector<PromSeries>> Query(const std::string& expr, double time_s);
   Result<std::vector<PromSeries>> QueryRange(const std::string& expr, double start_s, double end_s,
                                              double step_s);
-  // Pulls the raw series of `families` (histogram bases or counter/gauge names)
-  // matching `selector` (e.g. `model_name="x"`, may be empty) over [start_s, end_s]
-  // at `step_s`, as snapshots ready for WindowDelta.
-  Result<std::vector<MetricSnapshot>> FetchSnapshots(std::span<const std::string> families,
-                                                     const std::string& selector, double start_s,
-                                                     double end_s, double step_s);
 
  private:
   struct Impl;

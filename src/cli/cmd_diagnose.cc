@@ -80,6 +80,11 @@ Runner RegisterDiagnose(CLI::App& app) {
     // Checked whether or not --prometheus is given: a bad value is never ignored.
     TTFT_RETURN_IF_ERROR(CheckPromClientOptions({.timeout_s = o->prometheus_timeout_s}));
     TTFT_RETURN_IF_ERROR(CheckPromStep(o->prometheus_step_s));
+    if (o->prometheus.empty() && !o->selector.empty()) {
+      return Status::Invalid(
+          "--selector filters a live Prometheus's series: it needs --prometheus (files are "
+          "read whole)");
+    }
     DiagnoseOptions options;
     options.model = o->model;
     options.gpu = o->gpu;

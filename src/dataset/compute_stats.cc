@@ -92,6 +92,15 @@ Result<StatsResult> ComputeStats(std::span<const std::string> given, const Stats
   if (live && !paths.empty()) {
     return Status::Invalid("give either input files or --prometheus URL, not both");
   }
+  // The Prometheus flags are checked with or without --prometheus: a bad value is never
+  // ignored, and a selector given with files (which are read whole) filters nothing.
+  TTFT_RETURN_IF_ERROR(CheckPromClientOptions(req.client));
+  TTFT_RETURN_IF_ERROR(CheckPromStep(req.step_s));
+  if (!live && !req.selector.empty()) {
+    return Status::Invalid(
+        "--selector filters a live Prometheus's series: it needs --prometheus (files are read "
+        "whole; split them by label with --by)");
+  }
   if (live && (!std::isfinite(req.summary.from_s) || !std::isfinite(req.summary.to_s))) {
     return Status::Invalid("--prometheus: --from and --to (Unix seconds) are required");
   }

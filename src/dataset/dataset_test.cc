@@ -240,6 +240,32 @@ TEST(LoadDataset, InputsGivenTwiceCountOnce) {
   EXPECT_EQ(data.report.warnings.size(), 2u);
 }
 
+// The Prometheus fields of a request are checked when files are read instead: a bad
+// step or timeout is refused, and so is a selector (it would filter nothing).
+TEST(ComputeStats, PrometheusFieldsAreCheckedWithFilesToo) {
+  const fs::path d = TempDir("stats_prom_fields");
+  Write(d / "s.jsonl",
+        "{\"request_id\":\"r1\",\"arrival_s\":1,\"queue_s\":0.1,\"prefill_s\":0.2,"
+        "\"ttft_s\":0.3}\n");
+  const std::vector<std::string> paths = {(d / "s.jsonl").string()};
+  StatsRequest ok;
+  Result<StatsResult> r = ComputeStats(paths, ok);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->groups.size(), 1u);
+  StatsRequest step = ok;
+  step.step_s = INFINITY;
+  EXPECT_NE(ComputeStats(paths, step).status().message().find("--step inf"), std::string::npos);
+  StatsRequest timeout = ok;
+  timeout.client.timeout_s = -1;
+  EXPECT_NE(ComputeStats(paths, timeout).status().message().find("--timeout -1"),
+            std::string::npos);
+  StatsRequest selector = ok;
+  selector.selector = "model_name=\"m\"";
+  const Status s = ComputeStats(paths, selector).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("needs --prometheus"), std::string::npos) << s.ToString();
+}
+
 // Two exports that overlap (the same requests in two files, here one as JSONL and one
 // as CSV): each repeated request counts once, and the repeat is reported with the file.
 TEST(LoadDataset, RequestsRepeatedAcrossFilesCountOnce) {

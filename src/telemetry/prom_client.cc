@@ -223,18 +223,6 @@ Result<std::vector<PromSeries>> PromClient::QueryRange(const std::string& expr, 
   return ParsePromQueryJson(body);
 }
 
-Result<std::vector<MetricSnapshot>> PromClient::FetchSnapshots(
-    std::span<const std::string> families, const std::string& selector, double start_s,
-    double end_s, double step_s) {
-  const std::string expr = SeriesExpr(families, selector);
-  TTFT_ASSIGN_OR_RETURN(auto series, QueryRange(expr, start_s, end_s, step_s));
-  if (series.empty()) {
-    return Status::NotFound(fmt::format("Prometheus at {}: no series match {} in [{}, {}]",
-                                        impl_->base_url, expr, start_s, end_s));
-  }
-  return SnapshotsFromSeries(series);
-}
-
 Result<std::vector<MetricSnapshot>> FetchPromWindow(PromClient& client, std::string selector,
                                                     double from_s, double to_s, double max_step_s) {
   if (!(to_s > from_s) || !std::isfinite(from_s) || !std::isfinite(to_s)) {
