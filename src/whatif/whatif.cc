@@ -370,11 +370,13 @@ Result<WhatIfReport> PredictTemplateChange(const TemplateLintReport& old_lint,
   if (options.max_p99_increase >= 0 && rep.p99_ratio.min > 1 + options.max_p99_increase) {
     rep.findings.push_back(
         {"TTFT-W001", FindingLevel::kError,
-         fmt::format("predicted p99 TTFT {:.3f} s -> {:.3f} s (x{:.2f}, x{:.2f}-x{:.2f} over {} "
-                     "seeds) on scenario {}: above the allowed +{:.0f}%.{}",
+         fmt::format("predicted p99 TTFT {:.3f} s -> {:.3f} s (x{:.2f}, {}) on scenario {}: "
+                     "above the allowed +{:.0f}%.{}",
                      rep.old_arm.p99_ttft_s.mean, rep.new_arm.p99_ttft_s.mean, rep.p99_ratio.mean,
-                     rep.p99_ratio.min, rep.p99_ratio.max, n, rep.scenario,
-                     100 * options.max_p99_increase, because),
+                     n == 1 ? std::string("on 1 seed")
+                            : fmt::format("x{:.2f}-x{:.2f} over {} seeds", rep.p99_ratio.min,
+                                          rep.p99_ratio.max, n),
+                     rep.scenario, 100 * options.max_p99_increase, because),
          pos, new_lint.offender});
   }
   if (options.max_hit_rate_drop >= 0 &&

@@ -108,6 +108,8 @@ TEST(PredictTemplateChange, TimestampFirstCollapsesTheHitRateAndRaisesTtft) {
   EXPECT_EQ(r->findings[0].rule_id, "TTFT-W001");
   EXPECT_EQ(r->findings[0].pos.line, 3);
   EXPECT_EQ(r->findings[1].rule_id, "TTFT-W002");
+  EXPECT_NE(r->findings[0].message.find(" over 2 seeds)"), std::string::npos)
+      << r->findings[0].message;
   EXPECT_TRUE(r->violation());
   // Every format renders.
   for (const char* f : {"text", "json", "sarif", "github"}) {
@@ -115,6 +117,22 @@ TEST(PredictTemplateChange, TimestampFirstCollapsesTheHitRateAndRaisesTtft) {
     ASSERT_TRUE(out.ok()) << f;
     EXPECT_NE(out->find("TTFT-W001"), std::string::npos) << f;
   }
+}
+
+// One seed has no spread: the finding says so rather than "x12.89-x12.89 over 1 seeds".
+TEST(PredictTemplateChange, OneSeedsFindingNamesNoRange) {
+  WhatIfOptions o;
+  o.template_name = "app";
+  o.seeds = 1;
+  o.threads = 1;
+  auto r =
+      PredictTemplateChange(Lint("old.jinja", 2030, 2010), Lint("new.jinja", 2030, 6), Small(), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_FALSE(r->findings.empty());
+  const std::string& m = r->findings[0].message;
+  EXPECT_EQ(r->findings[0].rule_id, "TTFT-W001");
+  EXPECT_NE(m.find(", on 1 seed) on scenario"), std::string::npos) << m;
+  EXPECT_EQ(m.find("seeds"), std::string::npos) << m;
 }
 
 TEST(PredictTemplateChange, TheSameVersionPredictsNoChange) {
