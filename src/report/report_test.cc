@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -278,6 +279,28 @@ TEST(Report, HtmlRendersInHeadlessChromium) {
   EXPECT_EQ(out.find("This page contains the following errors"), std::string::npos);
   EXPECT_EQ(out.find("no data"), std::string::npos) << "a chart had no data";
   std::filesystem::remove_all(dir);
+}
+
+// A quantile in the +Inf bucket is bounded by +Inf, written as the exposition format
+// writes that bucket's bound, not as "null" (which JSON uses for a missing number).
+TEST(RenderStatsText, TheInfBucketsBoundIsWrittenPlusInf) {
+  GroupSummary g;
+  g.stats.requests = 4;
+  TermQuantiles& q = g.stats.ttft_s;
+  q.count = 4;
+  q.source = TermQuantiles::Source::kBuckets;
+  q.p50 = q.p90 = q.p99 = q.p999 = 30;
+  q.mean = 213.7;
+  for (BucketQuantile& b : q.buckets) {
+    b.value = 30;
+    b.lower_bound = 30;
+    b.upper_bound = INFINITY;
+    b.in_inf_bucket = true;
+  }
+  const std::string text = RenderStatsText({g}, 0);
+  EXPECT_NE(text.find("p99=30 p999=30 mean=213.7  p99 in (30, +Inf]\n"), std::string::npos) << text;
+  q.buckets[2].upper_bound = 60;
+  EXPECT_NE(RenderStatsText({g}, 0).find("p99 in (30, 60]\n"), std::string::npos);
 }
 
 }  // namespace

@@ -86,8 +86,10 @@ std::string RenderStatsText(const std::vector<GroupSummary>& groups, int64_t ski
       out += fmt::format("  {:<14} p50={} p90={} p99={} p999={} mean={}", name, Fmt(q->at(0)),
                          Fmt(q->at(1)), Fmt(q->at(2)), Fmt(q->at(3)), Fmt(q->mean));
       if (q->source == TermQuantiles::Source::kBuckets) {
+        // The last bucket's bound is +Inf, as the exposition format writes it (le="+Inf").
+        const double upper = q->buckets[2].upper_bound;
         out += fmt::format("  p99 in ({}, {}]", Fmt(q->buckets[2].lower_bound),
-                           Fmt(q->buckets[2].upper_bound));
+                           upper == INFINITY ? std::string("+Inf") : Fmt(upper));
       }
       if (q->source == TermQuantiles::Source::kSketch)
         out += fmt::format("  (sketch, ±{}%)", q->sketch_alpha * 100);
