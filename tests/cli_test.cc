@@ -1,4 +1,5 @@
 // Integration tests: drive the real `ttft` binary as a user would.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -571,3 +572,52 @@ TEST(Cost, TakesACalibrationProfileAndADecodeShape) {
 }
 
 }  // namespace
+
+// `curl /metrics` before and after a deploy: one scrape each. The deploy restarted the
+// server (its process_start_time_seconds is after the first scrape), so the incident
+// is the new process's totals, the restart is the change to roll back, and the notes
+// say how each window was read. A scrape without a process start cannot be read so.
+TEST(DiagnoseScrapes, OneScrapeBeforeAndOneAfterARestart) {
+  const fs::path dir = TempDir("one_scrape_each");
+  auto scrape = [&](const std::string& name, double start_s, int fast, int slow) {
+    std::string t = fmt::format(
+        "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {:.1f}\n"
+        "# TYPE vllm:time_to_first_token_seconds histogram\n",
+        start_s);
+    for (const auto& [le, n] :
+         {std::pair{"0.1", fast}, {"1.0", fast}, {"10.0", fast + slow}, {"+Inf", fast + slow}}) {
+      t += fmt::format("vllm:time_to_first_token_seconds_bucket{{le=\"{}\",model_name=\"m\"}} {}\n",
+                       le, n);
+    }
+    t +=
+        fmt::format("vllm:time_to_first_token_seconds_count{{model_name=\"m\"}} {}\n", fast + slow);
+    t += fmt::format("vllm:time_to_first_token_seconds_sum{{model_name=\"m\"}} {}\n",
+                     0.05 * fast + 5 * slow);
+    return WriteFile(dir, name, t);
+  };
+  const std::string before = scrape("t1000.prom", 400, 2000, 10);
+  const std::string after = scrape("t1600.prom", 1100, 2500, 300);
+  RunResult r = RunTtft("diagnose --baseline " + before + " --incident " + after);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("Verdict: regression"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("Roll back the deploy that restarted the server of " +
+                                          after + " (t=1100 s"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("the baseline is " + before +
+                                          "'s totals since its process started (600 s before"));
+  RunResult j =
+      RunTtft("diagnose --baseline " + before + " --incident " + after + " --format json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["baseline"]["requests"], 2010);
+  EXPECT_EQ(doc["incident"]["requests"], 2800);  // not 2800 - 2010: a restart, not a delta
+  EXPECT_TRUE(doc["baseline"]["request_rate_rps"].is_null());
+  EXPECT_TRUE(doc["baseline"]["replicas"].is_null());  // no series names a replica
+  // Without the process start: an error naming the file, exit 2.
+  std::string bare = ReadFile(after);
+  bare.erase(0, bare.find("# TYPE vllm:"));
+  const std::string no_start = WriteFile(dir, "t1700.prom", bare);
+  RunResult e = RunTtft("diagnose --baseline " + before + " --incident " + no_start);
+  EXPECT_EQ(e.exit_code, 2) << e.out;
+  EXPECT_THAT(e.err, ::testing::HasSubstr(no_start + ": one scrape in each window, and this one "
+                                                     "has no process_start_time_seconds"));
+}

@@ -107,6 +107,9 @@ struct DiagnosisInput {
   std::vector<MetricSnapshot> incident_snapshots;
   std::vector<Annotation> annotations;
   std::vector<std::string> sources;  // input names, cited in the report
+  // How the windows were read from the inputs, where that is not plain (the report's
+  // fidelity notes start with these).
+  std::vector<std::string> notes;
   DiagnoseOptions options;
 };
 
@@ -327,7 +330,16 @@ std::vector<std::unique_ptr<HypothesisRule>> DefaultRules();
 DiagnosisInput DiagnosisInputOf(const Dataset& data, const AnalysisWindows& windows);
 
 // The input of a diagnosis of two separate inputs: each window is its input's whole
-// time range. InvalidArgument when one holds spans and the other only metrics.
+// time range. One scrape each (`curl /metrics` before and after) is read by the
+// process start both carry (process_start_time_seconds, prometheus_client's process
+// collector): the baseline is its process's totals since it started; the incident is
+// the difference between the scrapes when they share that start, else (a restart
+// between them, as a deploy does) its own process's totals. A window of totals has no
+// request rate (its process's start includes loading the model), and a note says how
+// each window was read. InvalidArgument when one input holds spans and the other only
+// metrics, and for one scrape each without process_start_time_seconds, with the
+// incident's scrape not after the baseline's, or with a process start after its
+// scrape (another time base: name the file t<Unix seconds>.prom).
 // REQUIRES: both outlive the result.
 Result<DiagnosisInput> DiagnosisInputOf(const Dataset& baseline, const Dataset& incident);
 

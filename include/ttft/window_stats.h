@@ -110,6 +110,11 @@ struct WindowStats {
   bool from_metrics = false;
 };
 
+// `w.replicas` as reports show it: NaN (unknown) for a metrics window whose requests'
+// TTFT series name no replica (a scrape of one server carries no replica or instance
+// label), where the count of 0 would contradict its requests.
+double ReplicasShown(const WindowStats& w);
+
 // Converts a Span into a SpanRecord (views into `span`) and adds it to `table`.
 void AddSpanToTable(const Span& span, SpanTable& table);
 

@@ -405,6 +405,11 @@ bool MatchesSelector(const Labels& labels, LabelSelector selector) {
   return true;
 }
 
+double ReplicasShown(const WindowStats& w) {
+  if (w.from_metrics && w.replicas == 0 && w.requests > 0) return kMissing;
+  return static_cast<double>(w.replicas);
+}
+
 Result<WindowStats> WindowStatsFromMetrics(std::span<const MetricSnapshot> snapshots, double from_s,
                                            double to_s, LabelSelector selector) {
   if (snapshots.size() < 2) {

@@ -91,17 +91,25 @@ std::vector<Action> PlanActions(const DiagnosisReport& rep) {
   };
   for (const Annotation& a : rep.suspect_changes) {
     if (covered(a)) continue;
-    const std::string undo =
-        a.kind == "deploy_template"
-            ? TemplateRollback(a, rep.label_changes)
-            : fmt::format("{} {} {} ({}{})", UndoVerb(a.kind), a.kind, a.target,
-                          numfmt::TimePoint(a.at_s), a.detail.empty() ? "" : ", " + a.detail);
-    actions.push_back({"mitigate",
-                       fmt::format("{}{} now, before any analysis; confirm "
-                                   "p99 TTFT returns toward {}",
-                                   undo, UndoVerb(a.kind) == "Roll back" ? " or flip its flag" : "",
-                                   Secs(rep.baseline.ttft_s.p99)),
-                       Owner(a.kind), ActionSubject::kChange, a.kind, a.target});
+    std::string undo;
+    if (a.kind == "deploy_template") {
+      undo = TemplateRollback(a, rep.label_changes);
+    } else if (a.kind == "restart") {  // a process start seen in a scrape: a deploy's mark
+      undo = fmt::format("Roll back the deploy that restarted the server of {} ({}{})", a.target,
+                         numfmt::TimePoint(a.at_s), a.detail.empty() ? "" : ", " + a.detail);
+    } else {
+      undo = fmt::format("{} {} {} ({}{})", UndoVerb(a.kind), a.kind, a.target,
+                         numfmt::TimePoint(a.at_s), a.detail.empty() ? "" : ", " + a.detail);
+    }
+    actions.push_back(
+        {"mitigate",
+         fmt::format(
+             "{}{} now, before any analysis; confirm "
+             "p99 TTFT returns toward {}",
+             undo,
+             UndoVerb(a.kind) == "Roll back" && a.kind != "restart" ? " or flip its flag" : "",
+             Secs(rep.baseline.ttft_s.p99)),
+         Owner(a.kind), ActionSubject::kChange, a.kind, a.target});
   }
   // No change to undo and a cause that names a group to shed (a tenant that grew):
   // shed that group's load first. A template that is new only because its tenant is

@@ -48,6 +48,7 @@ Result<DiagnosisReport> Diagnose(const DiagnosisInput& in) {
   rep.sources = in.sources;
   rep.change_at_s = in.change_at_s;
   rep.annotations = in.annotations;
+  rep.fidelity_notes = in.notes;
 
   diag::Workspace ws(in, shape);
   TTFT_ASSIGN_OR_RETURN(const diag::Windows w,

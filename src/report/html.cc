@@ -613,8 +613,7 @@ std::string SymptomsSection(const DiagnosisReport& r) {
   row("ITL p50", "itl_p50_s", a.itl_s.p50, b.itl_s.p50, Secs, true);
   row("max ITL p99", "itl_max_p99_s", a.itl_max_p99_s, b.itl_max_p99_s, Secs, true);
   row("error rate", "error_rate", a.error_rate, b.error_rate, Pct1, false);
-  row("replicas", "replicas", static_cast<double>(a.replicas), static_cast<double>(b.replicas),
-      count, false);
+  row("replicas", "replicas", ReplicasShown(a), ReplicasShown(b), count, false);
   row("prefix-cache hit rate", "prefix_cache_hit_rate", a.prefix_cache_hit_rate,
       b.prefix_cache_hit_rate, Pct1, false);
   row("prompt tokens p99", "prompt_tokens_p99", a.prompt_tokens.p99, b.prompt_tokens.p99,

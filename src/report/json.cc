@@ -104,7 +104,8 @@ nlohmann::json StatsJson(const WindowStats& w) {
       {"preemptions_per_request", J(w.preemptions_per_request)},
       {"prefill_s_per_1k_uncached", J(w.prefill_s_per_1k_uncached)},
       {"concurrency", J(w.concurrency)},
-      {"replicas", w.replicas},
+      // null: metrics whose series name no replica
+      {"replicas", std::isnan(ReplicasShown(w)) ? nlohmann::json() : nlohmann::json(w.replicas)},
       {"kv_usage", J(w.kv_usage)},
       {"from_metrics", w.from_metrics},
   };

@@ -50,8 +50,8 @@ std::string RenderSymptomTable(const WindowStats& a, const WindowStats& b, bool 
   row("inter-token latency p50", numfmt::Secs(a.itl_s.p50), numfmt::Secs(b.itl_s.p50),
       Change(a.itl_s.p50, b.itl_s.p50), big(a.itl_s.p50, b.itl_s.p50, 1.5));
   row("error rate", numfmt::Pct1(a.error_rate), numfmt::Pct1(b.error_rate), "", false);
-  row("replicas", numfmt::Num(static_cast<double>(a.replicas)),
-      numfmt::Num(static_cast<double>(b.replicas)), "", a.replicas != b.replicas);
+  row("replicas", numfmt::Num(ReplicasShown(a)), numfmt::Num(ReplicasShown(b)), "",
+      a.replicas != b.replicas);
   row("prefix-cache hit rate", numfmt::Pct1(a.prefix_cache_hit_rate),
       numfmt::Pct1(b.prefix_cache_hit_rate), "",
       std::isfinite(a.prefix_cache_hit_rate) &&
@@ -78,7 +78,7 @@ std::string RenderSymptomColumn(const WindowStats& w) {
   row("p99 prefill time", numfmt::Secs(w.prefill_s.p99));
   row("inter-token latency p50", numfmt::Secs(w.itl_s.p50));
   row("error rate", numfmt::Pct1(w.error_rate));
-  row("replicas", numfmt::Num(static_cast<double>(w.replicas)));
+  row("replicas", numfmt::Num(ReplicasShown(w)));
   row("prefix-cache hit rate", numfmt::Pct1(w.prefix_cache_hit_rate));
   row("p99 prompt tokens", numfmt::Num(w.prompt_tokens.p99));
   row("preemptions", numfmt::Num(static_cast<double>(w.preemptions)));

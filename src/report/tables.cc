@@ -61,7 +61,7 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
       {"max ITL p99", Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s),
        X(Ratio(a.itl_max_p99_s, b.itl_max_p99_s))},
       {"error rate", Pct1(a.error_rate), Pct1(b.error_rate), ""},
-      {"replicas", fmt::format("{}", a.replicas), fmt::format("{}", b.replicas), ""},
+      {"replicas", Num(ReplicasShown(a)), Num(ReplicasShown(b)), ""},
       {"prefix-cache hit rate", Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate), ""},
       {"prompt tokens p99", Num(a.prompt_tokens.p99), Num(b.prompt_tokens.p99),
        X(Ratio(a.prompt_tokens.p99, b.prompt_tokens.p99))},
