@@ -173,7 +173,16 @@ Result<InputShape> ValidateInput(const DiagnosisInput& in) {
   shape.has_spans = A.table != nullptr && B.table != nullptr;
   shape.has_metrics = in.baseline_snapshots.size() >= 2 && in.incident_snapshots.size() >= 2;
   if (!shape.has_spans && !shape.has_metrics) {
-    return Status::Invalid("no data: each window needs spans or at least 2 metric snapshots");
+    // Two separate inputs of one scrape each were read by their process start
+    // (DiagnosisInputOf); one input split at a change time has no such reading.
+    return Status::Invalid(fmt::format(
+        "no data: each window needs spans or at least 2 metric snapshots (the baseline has {}, "
+        "the incident {}){}",
+        in.baseline_snapshots.size(), in.incident_snapshots.size(),
+        std::isfinite(in.change_at_s)
+            ? "; for one scrape before the change and one after, give them as --baseline and "
+              "--incident"
+            : ""));
   }
   return shape;
 }
