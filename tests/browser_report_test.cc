@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "run_ttft.h"
@@ -152,6 +153,27 @@ TEST(BrowserReport, ReportsReadWellInChromium) {
                        ShellQuote((out / "markup-events.jsonl").string()),
                    {kMarkupTenant, kMarkupDetail, kLongReplica}});
   cases.push_back({"insufficient", ShellQuote((out / "small-spans.jsonl").string()) + change, {}});
+  // Metrics only, one scrape before and one after a restart: the baseline's p99 and the
+  // incident's p50 lie in the first bucket and show as bounds ("<=100 ms"), the replicas
+  // as n/a.
+  for (const auto& [name, start_s, fast, slow] :
+       {std::tuple{"t1000.prom", 400, 2000, 10}, std::tuple{"t1600.prom", 1100, 2500, 300}}) {
+    std::ofstream f(out / name);
+    f << "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds " << start_s
+      << "\n# TYPE vllm:time_to_first_token_seconds histogram\n";
+    for (const auto& [le, n] :
+         {std::pair{"0.1", fast}, {"1.0", fast}, {"10.0", fast + slow}, {"+Inf", fast + slow}}) {
+      f << "vllm:time_to_first_token_seconds_bucket{le=\"" << le << "\",model_name=\"m\"} " << n
+        << "\n";
+    }
+    f << "vllm:time_to_first_token_seconds_count{model_name=\"m\"} " << fast + slow << "\n"
+      << "vllm:time_to_first_token_seconds_sum{model_name=\"m\"} " << 0.05 * fast + 5 * slow
+      << "\n";
+  }
+  cases.push_back({"scrapes",
+                   "--baseline " + ShellQuote((out / "t1000.prom").string()) + " --incident " +
+                       ShellQuote((out / "t1600.prom").string()),
+                   {}});
 
   nlohmann::json manifest = {{"chromium", chromium}, {"out", out.string()}};
   manifest["cases"] = nlohmann::json::array();

@@ -110,6 +110,26 @@ struct WindowStats {
   bool from_metrics = false;
 };
 
+// Quantile i (TermQuantiles::kQs) of a term in seconds as reports print it: its value
+// (numfmt::Secs), or for a quantile from histogram buckets that they do not resolve
+// "<=300 ms" (in the first bucket) or ">=10.00 s" (above the highest finite bound), never
+// the interpolated figure, which there is no measurement.
+//
+//   QuantileText(w.queue_s, 2)   // "<=300 ms" for vLLM's queue p99 under 0.3 s
+std::string QuantileText(const TermQuantiles& t, size_t i);
+
+// What the buckets say of the ratio after / before of quantile i: [lo, hi], equal for
+// two resolved quantiles (or exact ones); a quantile in the first bucket (0, b] spans
+// (0, b], one above the highest finite bound [b, inf). NaN when either is missing.
+struct RatioBounds {
+  double lo = kMissing, hi = kMissing;
+};
+RatioBounds QuantileRatio(const TermQuantiles& before, const TermQuantiles& after, size_t i);
+
+// QuantileRatio as reports print it: "x1.52", "at least x91.60", "at most x0.50", "not
+// resolved by the buckets", or "n/a".
+std::string QuantileRatioText(const TermQuantiles& before, const TermQuantiles& after, size_t i);
+
 // `w.replicas` as reports show it: NaN (unknown) for a metrics window whose requests'
 // TTFT series name no replica (a scrape of one server carries no replica or instance
 // label), where the count of 0 would contradict its requests.

@@ -11,6 +11,7 @@
 
 #include "dataset/gather.h"
 #include "dataset/internal.h"
+#include "ttft/format.h"
 #include "ttft/stats.h"
 #include "ttft/window_stats.h"
 
@@ -403,6 +404,50 @@ bool MatchesSelector(const Labels& labels, LabelSelector selector) {
     if (!found) return false;
   }
   return true;
+}
+
+std::string QuantileText(const TermQuantiles& t, size_t i) {
+  if (t.source == TermQuantiles::Source::kBuckets) {
+    const BucketQuantile& b = t.buckets[i];
+    if (b.in_first_bucket) return "<=" + numfmt::Secs(b.upper_bound);
+    if (b.in_inf_bucket) return ">=" + numfmt::Secs(b.value);
+  }
+  return numfmt::Secs(t.at(i));
+}
+
+namespace {
+
+// The interval a quantile lies in: its value, widened where the buckets do not resolve it.
+std::pair<double, double> QuantileInterval(const TermQuantiles& t, size_t i) {
+  const double v = t.at(i);
+  if (t.source == TermQuantiles::Source::kBuckets) {
+    const BucketQuantile& b = t.buckets[i];
+    if (b.in_first_bucket) return {0, b.upper_bound};
+    if (b.in_inf_bucket) return {b.value, INFINITY};
+  }
+  return {v, v};
+}
+
+}  // namespace
+
+RatioBounds QuantileRatio(const TermQuantiles& before, const TermQuantiles& after, size_t i) {
+  if (!std::isfinite(before.at(i)) || !std::isfinite(after.at(i))) return {};
+  const auto [b_lo, b_hi] = QuantileInterval(before, i);
+  const auto [a_lo, a_hi] = QuantileInterval(after, i);
+  if (b_lo == b_hi && a_lo == a_hi) return {numfmt::Ratio(b_lo, a_lo), numfmt::Ratio(b_lo, a_lo)};
+  RatioBounds r;
+  r.lo = b_hi > 0 ? a_lo / b_hi : kMissing;  // b_hi may be inf: lo 0
+  r.hi = b_lo > 0 ? a_hi / b_lo : INFINITY;
+  return r;
+}
+
+std::string QuantileRatioText(const TermQuantiles& before, const TermQuantiles& after, size_t i) {
+  const RatioBounds r = QuantileRatio(before, after, i);
+  if (std::isnan(r.lo) || std::isnan(r.hi)) return "n/a";
+  if (r.lo == r.hi) return numfmt::X(r.lo);
+  if (r.lo > 0 && std::isfinite(r.lo)) return "at least " + numfmt::X(r.lo);
+  if (std::isfinite(r.hi)) return "at most " + numfmt::X(r.hi);
+  return "not resolved by the buckets";
 }
 
 double ReplicasShown(const WindowStats& w) {

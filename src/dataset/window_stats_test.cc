@@ -416,5 +416,39 @@ TEST(GroupWindowStatsFromMetrics, GroupsByTheFirstLabelPresentWithParentsAndCoun
       GroupWindowStatsFromMetrics(std::span(snaps).first(1), 10, 20, tenant, {}, 0.75).ok());
 }
 
+// Quantiles the buckets do not resolve are bounds, and so are the ratios they make.
+TEST(QuantileRatio, BoundsWhereTheBucketsDoNotResolveAQuantile) {
+  auto term = [](double v, double lo, double hi, bool first, bool inf) {
+    TermQuantiles t;
+    t.source = TermQuantiles::Source::kBuckets;
+    t.count = 10;
+    t.p50 = t.p90 = t.p99 = t.p999 = v;
+    for (BucketQuantile& b : t.buckets) b = {v, lo, hi, first, inf};
+    return t;
+  };
+  const TermQuantiles first = term(0.099, 0, 0.1, true, false);  // (0, 100 ms]
+  const TermQuantiles mid = term(0.5, 0.25, 1, false, false);
+  const TermQuantiles top = term(10, 10, INFINITY, false, true);  // above 10 s
+  EXPECT_EQ(QuantileText(first, 2), "<=100 ms");
+  EXPECT_EQ(QuantileText(mid, 2), "500 ms");
+  EXPECT_EQ(QuantileText(top, 2), ">=10.00 s");
+  EXPECT_EQ(QuantileRatioText(mid, mid, 2), "x1.00");
+  EXPECT_EQ(QuantileRatioText(first, mid, 2), "at least x5.00");
+  EXPECT_EQ(QuantileRatioText(mid, first, 2), "at most x0.20");
+  EXPECT_EQ(QuantileRatioText(mid, top, 2), "at least x20.00");
+  EXPECT_EQ(QuantileRatioText(top, mid, 2), "at most x0.05");
+  EXPECT_EQ(QuantileRatioText(first, first, 2), "not resolved by the buckets");
+  EXPECT_EQ(QuantileRatioText(first, top, 2), "at least x100.00");
+  const RatioBounds r = QuantileRatio(first, mid, 2);
+  EXPECT_DOUBLE_EQ(r.lo, 5);
+  EXPECT_EQ(r.hi, INFINITY);
+  // Exact quantiles are figures whatever the buckets hold; a missing one is n/a.
+  TermQuantiles exact = first;
+  exact.source = TermQuantiles::Source::kExact;
+  EXPECT_EQ(QuantileText(exact, 2), "99 ms");
+  EXPECT_EQ(QuantileRatioText(exact, mid, 2), "x5.05");
+  EXPECT_EQ(QuantileRatioText(TermQuantiles{}, mid, 2), "n/a");
+}
+
 }  // namespace
 }  // namespace ttft

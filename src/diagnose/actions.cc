@@ -23,6 +23,15 @@ std::string UndoVerb(std::string_view kind) {
   return "Roll back";
 }
 
+// Where the p99 should return to: "toward 815 ms", or the bound the buckets give it
+// ("to at most 100 ms", "toward at least 10.00 s").
+std::string BaselineTarget(const TermQuantiles& ttft_s) {
+  const std::string q = QuantileText(ttft_s, 2);
+  if (q.starts_with("<=")) return "to at most " + q.substr(2);
+  if (q.starts_with(">=")) return "toward at least " + q.substr(2);
+  return "toward " + q;
+}
+
 std::string Owner(std::string_view kind) {
   if (kind == "deploy_template") return "app team";
   if (kind == "tenant_traffic") return "the tenant's client owner";
@@ -105,10 +114,10 @@ std::vector<Action> PlanActions(const DiagnosisReport& rep) {
         {"mitigate",
          fmt::format(
              "{}{} now, before any analysis; confirm "
-             "p99 TTFT returns toward {}",
+             "p99 TTFT returns {}",
              undo,
              UndoVerb(a.kind) == "Roll back" && a.kind != "restart" ? " or flip its flag" : "",
-             Secs(rep.baseline.ttft_s.p99)),
+             BaselineTarget(rep.baseline.ttft_s)),
          Owner(a.kind), ActionSubject::kChange, a.kind, a.target});
   }
   // No change to undo and a cause that names a group to shed (a tenant that grew):

@@ -78,8 +78,9 @@ class BadReplicaRule final : public HypothesisRule {
              fmt::format(
                  "replica {}: p99 TTFT {} -> {}, {} of the requests and {} of the p99 increase, {} "
                  "the median replica's change",
-                 LabelValueText(top.value), Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99),
-                 Pct(top.share_after), Pct(top.contribution), X(divergence))));
+                 LabelValueText(top.value), QuantileText(top.before.ttft_s, 2),
+                 QuantileText(top.after.ttft_s, 2), Pct(top.share_after), Pct(top.contribution),
+                 X(divergence))));
     h.evidence.push_back(
         Line("prefix_cache_hit_rate", top.before.prefix_cache_hit_rate,
              top.after.prefix_cache_hit_rate, "fraction",

@@ -87,8 +87,8 @@ class PrefixCacheCollapseRule final : public HypothesisRule {
         Line("prefix_cache_hit_rate", a.prefix_cache_hit_rate, b.prefix_cache_hit_rate, "fraction",
              fmt::format("fleet hit rate {} -> {}; p99 queue time {} -> {} ({})",
                          Pct1(a.prefix_cache_hit_rate), Pct1(b.prefix_cache_hit_rate),
-                         Secs(a.queue_s.p99), Secs(b.queue_s.p99),
-                         X(Ratio(a.queue_s.p99, b.queue_s.p99)))));
+                         QuantileText(a.queue_s, 2), QuantileText(b.queue_s, 2),
+                         QuantileRatioText(a.queue_s, b.queue_s, 2))));
     // Whether the prompts grew: the hit rate also falls when prompts grow around an
     // intact prefix (the cached tokens per request above tell the two apart).
     const double prompt_x = Ratio(a.prompt_tokens.p99, b.prompt_tokens.p99);

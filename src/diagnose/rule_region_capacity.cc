@@ -84,8 +84,8 @@ class RegionCapacityRule final : public HypothesisRule {
         "ttft_p99_s", top.before.ttft_s.p99, top.after.ttft_s.p99, "s",
         fmt::format(
             "region {}: p99 TTFT {} -> {} ({} the other regions' change), {} of the p99 increase",
-            LabelValueText(top.value), Secs(top.before.ttft_s.p99), Secs(top.after.ttft_s.p99),
-            X(divergence), Pct(top.contribution))));
+            LabelValueText(top.value), QuantileText(top.before.ttft_s, 2),
+            QuantileText(top.after.ttft_s, 2), X(divergence), Pct(top.contribution))));
     h.evidence.push_back(Line("replicas", static_cast<double>(top.before.replicas),
                               static_cast<double>(top.after.replicas), "count",
                               fmt::format("region {}: replicas {} -> {}; {} of {} replicas slower",

@@ -101,13 +101,17 @@ Significance AssessSignificance(const WindowStats& baseline, const WindowStats& 
     }
   } else {
     // Metrics only: no resampling; a material ratio of bucket quantiles and enough counts.
-    const double r = s.p99_ratio.estimate;
-    s.verdict = std::isfinite(r) && r > opt.min_p99_ratio_lower * 1.25 ? Verdict::kRegression
-                                                                       : Verdict::kNoRegression;
+    // A p99 the buckets resolve only as a bound (in the first bucket, or above the last
+    // finite one) gives the ratio as an interval: material only if its lower end is.
+    const RatioBounds r = QuantileRatio(baseline.ttft_s, incident.ttft_s, 2);
+    s.verdict = std::isfinite(r.lo) && r.lo > opt.min_p99_ratio_lower * 1.25
+                    ? Verdict::kRegression
+                    : Verdict::kNoRegression;
     s.verdict_reason = fmt::format(
         "p99 TTFT from histogram buckets {} -> {} ({}); without per-request values the verdict "
         "needs a ratio above {:.2f}",
-        Secs(baseline.ttft_s.p99), Secs(incident.ttft_s.p99), X(r), opt.min_p99_ratio_lower * 1.25);
+        QuantileText(baseline.ttft_s, 2), QuantileText(incident.ttft_s, 2),
+        QuantileRatioText(baseline.ttft_s, incident.ttft_s, 2), opt.min_p99_ratio_lower * 1.25);
   }
   return s;
 }

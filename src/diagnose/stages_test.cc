@@ -265,6 +265,38 @@ TEST(AssessSignificance, MetricsOnlyNeedsALargerRatio) {
   EXPECT_THAT(s.verdict_reason, HasSubstr("histogram buckets"));
 }
 
+// A p99 in the first bucket is a bound, so the ratio is one too: the verdict rests on
+// its lower end, and the reason quotes the bound, not the interpolated figure.
+TEST(AssessSignificance, MetricsOnlyABoundIsQuotedAndTheRatioIsItsLowerEnd) {
+  DiagnoseOptions opt;
+  auto first_bucket = [](double bound_s) {
+    WindowStats w = Window(500, bound_s * 0.5, bound_s * 0.99);
+    w.ttft_s.source = TermQuantiles::Source::kBuckets;
+    w.ttft_s.count = 500;
+    for (size_t i = 0; i < 4; ++i) w.ttft_s.buckets[i] = {w.ttft_s.at(i), 0, bound_s, true, false};
+    return w;
+  };
+  auto resolved = [](double p99_s, double lower_s, double upper_s) {
+    WindowStats w = Window(500, lower_s, p99_s);
+    w.ttft_s.source = TermQuantiles::Source::kBuckets;
+    w.ttft_s.count = 500;
+    w.ttft_s.buckets[2] = {p99_s, lower_s, upper_s, false, false};
+    return w;
+  };
+  Significance s = AssessSignificance(first_bucket(0.1), resolved(9.16, 1, 10), {}, {}, false, opt);
+  EXPECT_EQ(s.verdict, Verdict::kRegression);
+  EXPECT_THAT(s.verdict_reason, HasSubstr("<=100 ms -> 9.16 s (at least x91.60)"));
+  // Interpolated, 0.099 -> 0.149 is x1.505, but the lower end 0.149 / 0.1 is x1.49: not
+  // material against the 1.5 the metrics need.
+  s = AssessSignificance(first_bucket(0.1), resolved(0.149, 0.1, 0.2), {}, {}, false, opt);
+  EXPECT_EQ(s.verdict, Verdict::kNoRegression) << s.verdict_reason;
+  EXPECT_THAT(s.verdict_reason, HasSubstr("(at least x1.49)"));
+  // Both in the first bucket: nothing resolved, no regression claimed.
+  s = AssessSignificance(first_bucket(0.1), first_bucket(0.1), {}, {}, false, opt);
+  EXPECT_EQ(s.verdict, Verdict::kNoRegression);
+  EXPECT_THAT(s.verdict_reason, HasSubstr("<=100 ms -> <=100 ms (not resolved by the buckets)"));
+}
+
 // --- Decomposition ----------------------------------------------------------------
 
 TEST(TailOf, MeansOverTheRowsAtOrAboveTheThreshold) {

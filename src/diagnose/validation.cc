@@ -93,7 +93,7 @@ std::vector<std::string> ImpossibleDecomposition(const WindowStats& a, const Win
             "with a mean of {} against a mean TTFT of {}: {} does not measure the wait inside TTFT "
             "here (another definition or engine version); its figures are not comparable with "
             "TTFT",
-            window, term, numfmt::Secs(t->p50), *metric, numfmt::Secs(w->ttft_s.p99),
+            window, term, QuantileText(*t, 0), *metric, QuantileText(w->ttft_s, 2),
             numfmt::Secs(t->mean), numfmt::Secs(w->ttft_s.mean), *metric));
       }
     }

@@ -90,7 +90,7 @@ caption{text-align:left;font-weight:600;padding:.2rem 0}
 th,td{border-bottom:1px solid var(--line);padding:.25rem .5rem;text-align:right;vertical-align:top;
 overflow-wrap:break-word}
 td.t,code{overflow-wrap:anywhere}
-[data-json],[data-json-ratio]{white-space:nowrap}.when[data-json]{white-space:normal}
+[data-json],[data-json-ratio]{white-space:nowrap}.when[data-json],.bound[data-json]{white-space:normal}
 th{font-weight:600}thead th{background:var(--bg2);font-size:.9rem}
 td.t,th.t,th[scope=row]{text-align:left}
 tbody th[scope=row]{font-weight:500}
@@ -181,6 +181,18 @@ std::string Fixed3(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v
 // A figure: the JSON report's value at `path`, as `shown`.
 std::string N(std::string_view path, std::string_view shown) {
   return fmt::format("<span data-json=\"{}\">{}</span>", HtmlEscape(path), HtmlEscape(shown));
+}
+// A quantile as QuantileText prints it, bound to the JSON figure at `path`; a bound the
+// buckets give ("<=100 ms") is shown as "≤100 ms" and may wrap (the phone layout's
+// columns are narrow).
+std::string NQ(std::string_view path, const std::string& shown) {
+  for (const auto& [ascii, sign] : {std::pair{"<=", "≤"}, std::pair{">=", "≥"}}) {
+    if (shown.starts_with(ascii)) {
+      return fmt::format("<span class=\"bound\" data-json=\"{}\">{}{}</span>", HtmlEscape(path),
+                         sign, HtmlEscape(std::string_view(shown).substr(2)));
+    }
+  }
+  return N(path, shown);
 }
 // A time: the JSON report's value at `path`, as When() prints it (it may wrap).
 std::string NT(std::string_view path, double t_s) {
@@ -566,11 +578,24 @@ std::string Significance(const DiagnosisReport& r) {
   auto row = [&](const char* name, const std::string& v) {
     body += "<tr>" + RowHead(name) + Td("value", v) + "</tr>\n";
   };
-  row("p99 TTFT ratio (incident / baseline)", N("significance.p99_ratio", X(r.p99_ratio.estimate)));
+  // A ratio the histogram buckets do not resolve (a quantile in the first bucket or above
+  // the last finite bound) is shown as the bound they give, not as the JSON's ratio of
+  // interpolated figures.
+  auto ratio = [&](const std::string& path, double estimate, size_t i) {
+    const RatioBounds rb = QuantileRatio(r.baseline.ttft_s, r.incident.ttft_s, i);
+    if (!(rb.lo < rb.hi)) return N(path, X(estimate));
+    // The bounds' JSON twin: significance.p99_ratio_bounds [lo, hi] (ReportJson).
+    const std::string bounds = path + "_bounds";
+    if (rb.lo > 0 && std::isfinite(rb.lo)) return "at least " + N(bounds + "[0]", X(rb.lo));
+    if (std::isfinite(rb.hi)) return "at most " + N(bounds + "[1]", X(rb.hi));
+    return std::string("not resolved by the buckets");
+  };
+  row("p99 TTFT ratio (incident / baseline)",
+      ratio("significance.p99_ratio", r.p99_ratio.estimate, 2));
   row(fmt::format("{:.0f}% bootstrap interval of the ratio", r.p99_ratio.level * 100).c_str(),
       N("significance.p99_ratio_ci[0]", X(r.p99_ratio.lower)) + " to " +
           N("significance.p99_ratio_ci[1]", X(r.p99_ratio.upper)));
-  row("p50 TTFT ratio", N("significance.p50_ratio", X(r.p50_ratio)));
+  row("p50 TTFT ratio", ratio("significance.p50_ratio", r.p50_ratio, 0));
   row("Mann-Whitney p (whole distribution)",
       N("significance.mann_whitney_p", numfmt::PValue(r.mann_whitney_p)));
   row("Hodges-Lehmann shift",
@@ -594,7 +619,7 @@ std::string SymptomsSection(const DiagnosisReport& r) {
             Td("incident", N("incident." + key, f(vb))) +
             Td("change", ratio ? R("baseline." + key, "incident." + key, va, vb) : "") + "</tr>\n";
   };
-  auto count = [](double v) { return fmt::format("{:.0f}", v); };
+  auto count = [](double v) { return numfmt::Num(v); };  // "n/a" when unknown
   body += "<tr>" + RowHead("window") +
           Td("baseline", NT("baseline.from_s", a.from_s) + " to " + NT("baseline.to_s", a.to_s)) +
           Td("incident", NT("incident.from_s", b.from_s) + " to " + NT("incident.to_s", b.to_s)) +
@@ -606,10 +631,23 @@ std::string SymptomsSection(const DiagnosisReport& r) {
                              N("incident.ok", fmt::format("{}", b.ok)) + ")") +
           Td("change", "") + "</tr>\n";
   row("request rate", "request_rate_rps", a.request_rate_rps, b.request_rate_rps, Rps, true);
-  row("p50 TTFT", "ttft_s.p50", a.ttft_s.p50, b.ttft_s.p50, Secs, true);
-  row("p99 TTFT", "ttft_s.p99", a.ttft_s.p99, b.ttft_s.p99, Secs, true);
-  row("p99 queue", "queue_s.p99", a.queue_s.p99, b.queue_s.p99, Secs, true);
-  row("p99 prefill", "prefill_s.p99", a.prefill_s.p99, b.prefill_s.p99, Secs, true);
+  // A quantile row: a bound ("<=300 ms") where the buckets do not resolve the quantile
+  // (QuantileText), and then no change ratio (the text table's rule).
+  auto qrow = [&](const char* name, const char* term, size_t i, const TermQuantiles& ta,
+                  const TermQuantiles& tb) {
+    const std::string key = fmt::format("{}.p{}", term, i == 0 ? 50 : 99);
+    const RatioBounds rb = QuantileRatio(ta, tb, i);
+    const bool resolved = !(rb.lo < rb.hi);  // equal, or NaN (shown as n/a)
+    body +=
+        "<tr>" + RowHead(name) + Td("baseline", NQ("baseline." + key, QuantileText(ta, i))) +
+        Td("incident", NQ("incident." + key, QuantileText(tb, i))) +
+        Td("change", resolved ? R("baseline." + key, "incident." + key, ta.at(i), tb.at(i)) : "") +
+        "</tr>\n";
+  };
+  qrow("p50 TTFT", "ttft_s", 0, a.ttft_s, b.ttft_s);
+  qrow("p99 TTFT", "ttft_s", 2, a.ttft_s, b.ttft_s);
+  qrow("p99 queue", "queue_s", 2, a.queue_s, b.queue_s);
+  qrow("p99 prefill", "prefill_s", 2, a.prefill_s, b.prefill_s);
   row("ITL p50", "itl_p50_s", a.itl_s.p50, b.itl_s.p50, Secs, true);
   row("max ITL p99", "itl_max_p99_s", a.itl_max_p99_s, b.itl_max_p99_s, Secs, true);
   row("error rate", "error_rate", a.error_rate, b.error_rate, Pct1, false);
@@ -840,8 +878,8 @@ std::string GroupPath(const DiagnosisReport& r, std::string_view dimension,
 std::string GroupCells(const std::string& p, const GroupRow& row) {
   return Td("share of requests", Arrow(N(p + ".share_before", Pct(row.share_before)),
                                        N(p + ".share_after", Pct(row.share_after)))) +
-         Td("p99 TTFT", Arrow(N(p + ".ttft_p99_before_s", Secs(row.before.ttft_s.p99)),
-                              N(p + ".ttft_p99_after_s", Secs(row.after.ttft_s.p99)))) +
+         Td("p99 TTFT", Arrow(NQ(p + ".ttft_p99_before_s", QuantileText(row.before.ttft_s, 2)),
+                              NQ(p + ".ttft_p99_after_s", QuantileText(row.after.ttft_s, 2)))) +
          Td("hit rate", Arrow(N(p + ".hit_rate_before", Pct(row.before.prefix_cache_hit_rate)),
                               N(p + ".hit_rate_after", Pct(row.after.prefix_cache_hit_rate)))) +
          Td("share of the tail increase", N(p + ".contribution", Pct(row.contribution)));

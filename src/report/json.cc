@@ -168,7 +168,7 @@ nlohmann::json ReportJson(const DiagnosisReport& r) {
   for (const Annotation& a : r.annotations) ann.push_back(AnnotationJson(a));
   for (const Annotation& a : r.suspect_changes) sus.push_back(AnnotationJson(a));
   const Magnitude& m = r.magnitude;
-  return {
+  nlohmann::json out = {
       {"schema_version", kReportSchemaVersion},
       {"verdict", std::string(ToString(r.verdict))},
       {"verdict_reason", r.verdict_reason},
@@ -241,6 +241,16 @@ nlohmann::json ReportJson(const DiagnosisReport& r) {
       {"label_changes", label_changes},
       {"fidelity_notes", r.fidelity_notes},
   };
+  // From metrics: the interval the histogram buckets give each ratio ([x, x] when they
+  // resolve both quantiles; an upper end of null when unbounded).
+  if (r.baseline.from_metrics && r.incident.from_metrics) {
+    for (const auto& [key, i] :
+         {std::pair{"p99_ratio_bounds", 2}, std::pair{"p50_ratio_bounds", 0}}) {
+      const RatioBounds b = QuantileRatio(r.baseline.ttft_s, r.incident.ttft_s, i);
+      out["significance"][key] = {J(b.lo), J(b.hi)};
+    }
+  }
+  return out;
 }
 
 std::string RenderJson(const DiagnosisReport& r) { return ReportJson(r).dump(2) + "\n"; }

@@ -49,13 +49,13 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
       {"request rate", numfmt::Fixed(a.request_rate_rps, 2) + " rps",
        numfmt::Fixed(b.request_rate_rps, 2) + " rps",
        X(Ratio(a.request_rate_rps, b.request_rate_rps))},
-      {"p50 TTFT", QuantileCell(a.ttft_s, 0), QuantileCell(b.ttft_s, 0),
+      {"p50 TTFT", QuantileText(a.ttft_s, 0), QuantileText(b.ttft_s, 0),
        ChangeCell(a.ttft_s, b.ttft_s, 0)},
-      {"p99 TTFT", QuantileCell(a.ttft_s, 2), QuantileCell(b.ttft_s, 2),
+      {"p99 TTFT", QuantileText(a.ttft_s, 2), QuantileText(b.ttft_s, 2),
        ChangeCell(a.ttft_s, b.ttft_s, 2)},
-      {"p99 queue", QuantileCell(a.queue_s, 2), QuantileCell(b.queue_s, 2),
+      {"p99 queue", QuantileText(a.queue_s, 2), QuantileText(b.queue_s, 2),
        ChangeCell(a.queue_s, b.queue_s, 2)},
-      {"p99 prefill", QuantileCell(a.prefill_s, 2), QuantileCell(b.prefill_s, 2),
+      {"p99 prefill", QuantileText(a.prefill_s, 2), QuantileText(b.prefill_s, 2),
        ChangeCell(a.prefill_s, b.prefill_s, 2)},
       {"ITL p50", Secs(a.itl_s.p50), Secs(b.itl_s.p50), X(Ratio(a.itl_s.p50, b.itl_s.p50))},
       {"max ITL p99", Secs(a.itl_max_p99_s), Secs(b.itl_max_p99_s),
@@ -71,17 +71,8 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
   };
 }
 
-std::string QuantileCell(const TermQuantiles& t, size_t i) {
-  if (t.source == TermQuantiles::Source::kBuckets) {
-    const BucketQuantile& b = t.buckets[i];
-    if (b.in_first_bucket) return "<=" + Secs(b.upper_bound);
-    if (b.in_inf_bucket) return ">=" + Secs(b.value);
-  }
-  return Secs(t.at(i));
-}
-
 std::string Terms(const TermQuantiles& t) {
-  const std::string p50 = QuantileCell(t, 0), p90 = QuantileCell(t, 1), p99 = QuantileCell(t, 2);
+  const std::string p50 = QuantileText(t, 0), p90 = QuantileText(t, 1), p99 = QuantileText(t, 2);
   // Three bounds alike ("<=300 ms" each) say it once, and fit the tables' columns.
   if (p50 == p90 && p90 == p99 && (p50.starts_with("<=") || p50.starts_with(">="))) {
     return "all " + p50;
@@ -95,6 +86,14 @@ std::string SharesWithheld(const DiagnosisReport& r) {
   if (StatesShares(r)) return "";
   if (r.verdict == Verdict::kInsufficientData || !r.hypotheses_assessed) {
     return "too few requests to tell a tail increase from noise: no share of one is stated";
+  }
+  const RatioBounds bounds = QuantileRatio(r.baseline.ttft_s, r.incident.ttft_s, 2);
+  if (bounds.lo < bounds.hi) {
+    return fmt::format(
+        "p99 TTFT {} -> {} ({}): no share of a change the buckets do not "
+        "resolve is stated",
+        QuantileText(r.baseline.ttft_s, 2), QuantileText(r.incident.ttft_s, 2),
+        QuantileRatioText(r.baseline.ttft_s, r.incident.ttft_s, 2));
   }
   const double ratio = Ratio(r.baseline.ttft_s.p99, r.incident.ttft_s.p99);
   if (!std::isfinite(ratio)) return "no p99 TTFT in one window: no share of an increase is stated";

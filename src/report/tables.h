@@ -24,13 +24,8 @@ struct SymRow {
 // The symptom table of a report, in the seed's order.
 std::vector<SymRow> Symptoms(const DiagnosisReport& r);
 
-// Quantile i (TermQuantiles::kQs) of a term: its value, or for a quantile from
-// histogram buckets that they do not resolve "<=300 ms" (in the first bucket) or
-// ">=10 s" (above the highest finite bound) instead of an interpolated figure.
-std::string QuantileCell(const TermQuantiles& t, size_t i);
-
-// "p50 / p90 / p99" of one term (each as QuantileCell; "all <=300 ms" when the three are
-// the same bound).
+// "p50 / p90 / p99" of one term (each as QuantileText, ttft/window_stats.h; "all <=300 ms" when the
+// three are the same bound).
 std::string Terms(const TermQuantiles& t);
 
 // "tenant acme: hit rate 81% to 3%, p99 TTFT 420 ms to 2.10 s, 25% of the requests,

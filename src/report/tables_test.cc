@@ -21,14 +21,14 @@ TermQuantiles FromBuckets() {
   return t;
 }
 
-TEST(QuantileCell, BoundsForUnresolvedBucketsFiguresOtherwise) {
+TEST(QuantileText, BoundsForUnresolvedBucketsFiguresOtherwise) {
   TermQuantiles t = FromBuckets();
-  EXPECT_EQ(QuantileCell(t, 0), "<=300 ms");
-  EXPECT_EQ(QuantileCell(t, 2), "450 ms");
+  EXPECT_EQ(QuantileText(t, 0), "<=300 ms");
+  EXPECT_EQ(QuantileText(t, 2), "450 ms");
   EXPECT_EQ(Terms(t), "<=300 ms / <=300 ms / 450 ms");
   t.buckets[2] = {10, 10, kMissing, false, true};  // above the highest finite bound
   t.p99 = 10;
-  EXPECT_EQ(QuantileCell(t, 2), ">=10.00 s");
+  EXPECT_EQ(QuantileText(t, 2), ">=10.00 s");
   t.buckets[2] = t.buckets[0];
   EXPECT_EQ(Terms(t), "all <=300 ms");
   // Exact quantiles (spans) print their figure whatever `buckets` holds.

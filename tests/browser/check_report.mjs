@@ -50,6 +50,15 @@ function parseShown(s) {
   // A bound: "< 1e-300", a p-value that underflowed (the JSON holds what is below it).
   m = s.match(new RegExp(`^< ${num}$`));
   if (m) return { v: Number(m[1]), below: true };
+  // A quantile the histogram buckets resolve only as a bound: "≤300 ms" (in the first
+  // bucket: the JSON holds the interpolated figure, at most the bound) or "≥10.00 s"
+  // (above the last finite bound: the JSON holds that bound).
+  m = s.match(new RegExp(`^(≤|≥)(${num}\\s+(?:ms|s))$`));
+  if (m) {
+    const inner = parseShown(m[2].replace(/\s+/, ' '));
+    if (inner === undefined) return undefined;
+    return { ...inner, bound: m[1] };
+  }
   const forms = [
     [`^x${num}$`, 1], [`^${num} ms$`, 1e-3], [`^${num} s$`, 1], [`^${num}%$`, 1e-2],
     [`^${num} rps$`, 1], [`^${num}$`, 1],
@@ -69,6 +78,8 @@ function close(shown, expected) {
   if (expected === null) return shown.v === null;
   if (typeof expected !== 'number' || shown.v === null) return false;
   if (shown.below) return expected < shown.v;
+  if (shown.bound === '≤') return expected <= shown.v + shown.tol;
+  if (shown.bound === '≥') return expected >= shown.v - shown.tol;
   return Math.abs(shown.v - expected) <= shown.tol * (1 + 1e-9) + 1e-12;
 }
 
