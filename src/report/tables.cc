@@ -30,6 +30,9 @@ std::string ChangeCell(const TermQuantiles& a, const TermQuantiles& b, size_t i)
   return X(Ratio(a.at(i), b.at(i)));
 }
 
+// A request rate ("4.50 rps"); "n/a" when unknown (a window of one scrape's totals).
+std::string Rps(double v) { return std::isfinite(v) ? numfmt::Fixed(v, 2) + " rps" : "n/a"; }
+
 // The input may carry no preemption counts (spans without the field, scrapes without
 // vllm:num_preemptions_total): say so rather than print NaN.
 std::string Preemptions(const WindowStats& w) {
@@ -46,8 +49,7 @@ std::vector<SymRow> Symptoms(const DiagnosisReport& r) {
       {"window", numfmt::Window(a.from_s, a.to_s), numfmt::Window(b.from_s, b.to_s), ""},
       {"requests (ok)", fmt::format("{} ({})", a.requests, a.ok),
        fmt::format("{} ({})", b.requests, b.ok), ""},
-      {"request rate", numfmt::Fixed(a.request_rate_rps, 2) + " rps",
-       numfmt::Fixed(b.request_rate_rps, 2) + " rps",
+      {"request rate", Rps(a.request_rate_rps), Rps(b.request_rate_rps),
        X(Ratio(a.request_rate_rps, b.request_rate_rps))},
       {"p50 TTFT", QuantileText(a.ttft_s, 0), QuantileText(b.ttft_s, 0),
        ChangeCell(a.ttft_s, b.ttft_s, 0)},
