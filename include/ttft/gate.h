@@ -207,7 +207,13 @@ struct CriterionResult {
   GateLabel label = GateLabel::kNoData;
   bool harmful = false;  // High or Low in the criterion's harmful direction
   double baseline = kMissing, canary = kMissing;
-  // canary / baseline (ratio metrics) or canary - baseline, and its interval.
+  // From histogram buckets: "<=" when the quantile lies in the first bucket (the value is
+  // that bucket's bound), ">=" above the last finite bound (the value is that bound),
+  // "" when the buckets resolve it (or from spans).
+  std::string baseline_bound, canary_bound;
+  // canary / baseline (ratio metrics) or canary - baseline, and its interval: from
+  // spans a bootstrap interval; from buckets with a bound above, the interval of the
+  // ratio the buckets allow (QuantileRatio, ttft/window_stats.h).
   double effect = kMissing, effect_lower = kMissing, effect_upper = kMissing;
   int64_t baseline_n = 0, canary_n = 0;
   // Mann-Whitney U of canary against baseline (spans, quantile metrics): two-sided

@@ -298,6 +298,41 @@ MetricSnapshot Scrape(double t, double n_v1, const std::vector<double>& share_v1
   return s;
 }
 
+// A baseline p99 in the first bucket (0, 100 ms] is a bound: shown as "<=0.1", and the
+// ratio is the interval the buckets allow, judged at its lower end (canary / 0.1), not
+// at the ratio to the figure interpolated inside the bucket (canary / 0.099).
+TEST(GateMetrics, AQuantileInTheFirstBucketIsABoundAndTheRatioItsLowerEnd) {
+  const std::vector<double> fast = {1, 0, 0, 0, 0, 0};
+  const std::vector<double> slower = {0.9, 0.1, 0, 0, 0, 0};  // p99 at 0.235 s
+  const std::vector<MetricSnapshot> w = {Scrape(0, 0, fast, 0, slower),
+                                         Scrape(60, 20000, fast, 20000, slower)};
+  const std::vector<std::pair<std::string, std::string>> v1 = {{"deploy", "v1"}};
+  const std::vector<std::pair<std::string, std::string>> v2 = {{"deploy", "v2"}};
+  auto b = ArmFromMetrics(w, v1);
+  auto c = ArmFromMetrics(w, v2);
+  ASSERT_TRUE(b.ok() && c.ok());
+  GateConfig config;
+  config.criteria = {{GateMetric::kTtftP99, GateDirection::kIncrease, 2.36, 100, true}};
+  // Interpolated, 0.235 / 0.099 = x2.37 would pass the threshold; the lower end x2.35 does not.
+  GateResult r = JudgeGate(config, *b, *c);
+  const CriterionResult& x = Find(r, GateMetric::kTtftP99);
+  EXPECT_EQ(x.label, GateLabel::kPass) << x.rule;
+  EXPECT_EQ(x.baseline_bound, "<=");
+  EXPECT_EQ(x.canary_bound, "");
+  EXPECT_DOUBLE_EQ(x.baseline, 0.1);
+  EXPECT_NEAR(x.canary, 0.235, 1e-9);
+  EXPECT_NEAR(x.effect_lower, 2.35, 1e-9);
+  EXPECT_EQ(x.effect_upper, INFINITY);
+  EXPECT_THAT(x.rule, HasSubstr("in [2.35, inf]"));
+  Result<std::string> text = RenderGate(r, "text");
+  ASSERT_TRUE(text.ok());
+  EXPECT_THAT(*text, HasSubstr("<=0.1"));
+  config.criteria[0].threshold = 2.3;
+  r = JudgeGate(config, *b, *c);
+  EXPECT_EQ(Find(r, GateMetric::kTtftP99).label, GateLabel::kHigh);
+  EXPECT_THAT(Find(r, GateMetric::kTtftP99).rule, HasSubstr("ratio at least 2.35 >= threshold"));
+}
+
 TEST(GateMetrics, HistogramShareTest) {
   const std::vector<double> base = {0.5, 0.3, 0.15, 0.04, 0.01, 0};
   const std::vector<double> slow = {0.2, 0.3, 0.2, 0.15, 0.1, 0.05};

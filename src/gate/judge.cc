@@ -147,13 +147,31 @@ void JudgeQuantile(const GateConfig& config, const GateArm& b, const GateArm& c,
     // The quantiles and the buckets they lie in, as WindowStats has them.
     const BucketQuantile& qb = tb.buckets[QuantileIndex(m)];
     const BucketQuantile& qc = tc.buckets[QuantileIndex(m)];
-    r.baseline = qb.value;
-    r.canary = qc.value;
+    // A quantile in the first bucket or above the last finite bound is a bound, not the
+    // figure interpolated there; the ratio is then the interval the buckets allow, and
+    // the thresholds judge its conservative end.
+    auto bound_of = [](const BucketQuantile& x) {
+      return x.in_first_bucket ? "<=" : x.in_inf_bucket ? ">=" : "";
+    };
+    r.baseline_bound = bound_of(qb);
+    r.canary_bound = bound_of(qc);
+    r.baseline = qb.in_first_bucket ? qb.upper_bound : qb.value;
+    r.canary = qc.in_first_bucket ? qc.upper_bound : qc.value;
     r.effect = qc.value / qb.value;
+    const RatioBounds rb = QuantileRatio(tb, tc, QuantileIndex(m));
+    const bool bounded = rb.lo < rb.hi;
+    if (bounded) {
+      r.effect_lower = rb.lo;
+      r.effect_upper = rb.hi;
+    }
+    const double effect_lo = bounded ? rb.lo : r.effect, effect_hi = bounded ? rb.hi : r.effect;
     r.method = fmt::format(
         "histogram buckets: one-sided two-proportion z test ({:g}% confidence) on the share "
-        "of observations above the other arm's p{:g} bucket bound",
-        100 * config.confidence, 100 * q);
+        "of observations above the other arm's p{:g} bucket bound{}",
+        100 * config.confidence, 100 * q,
+        bounded ? "; a quantile in the first bucket or above the last finite bound is a bound, "
+                  "and the interval is the ratio the buckets allow"
+                : "");
     const double alpha1 = (1 - config.confidence) / 2;
     // Canary heavier above the baseline's bound?
     double zc = TwoProportionZ(CountAbove(hc, qb.upper_bound), hc.count,
@@ -164,23 +182,28 @@ void JudgeQuantile(const GateConfig& config, const GateArm& b, const GateArm& c,
     if (!std::isfinite(qb.upper_bound) || qb.in_inf_bucket) {
       r.label = GateLabel::kNoData;
       r.rule = "the baseline's quantile falls in the +Inf bucket: no bound to test against";
-    } else if (Increases(d) && r.effect >= t && UpperTail(zc) < alpha1) {
+    } else if (Increases(d) && effect_lo >= t && UpperTail(zc) < alpha1) {
       r.label = GateLabel::kHigh;
       r.rule = fmt::format(
-          "{} {:.4g} >= threshold {:g} and the canary's share above {:g} s is "
+          "{} {}{:.4g} >= threshold {:g} and the canary's share above {:g} s is "
           "significantly larger (z = {:.2f}, {})",
-          what, r.effect, t, qb.upper_bound, zc, numfmt::PClause(UpperTail(zc)));
-    } else if (Decreases(d) && r.effect <= 1 / t && std::isfinite(qc.upper_bound) &&
+          what, bounded ? "at least " : "", effect_lo, t, qb.upper_bound, zc,
+          numfmt::PClause(UpperTail(zc)));
+    } else if (Decreases(d) && effect_hi <= 1 / t && std::isfinite(qc.upper_bound) &&
                UpperTail(zb) < alpha1) {
       r.label = GateLabel::kLow;
       r.rule = fmt::format(
-          "{} {:.4g} <= {:.4g} and the baseline's share above {:g} s is "
+          "{} {}{:.4g} <= {:.4g} and the baseline's share above {:g} s is "
           "significantly larger (z = {:.2f})",
-          what, r.effect, 1 / t, qc.upper_bound, zb);
+          what, bounded ? "at most " : "", effect_hi, 1 / t, qc.upper_bound, zb);
     } else {
       r.label = GateLabel::kPass;
-      r.rule = fmt::format("{} {:.4g} (threshold {:g}); share test z = {:.2f}, {}", what, r.effect,
-                           t, zc, numfmt::PClause(UpperTail(zc)));
+      r.rule = fmt::format(
+          "{} {} (threshold {:g}); share test z = {:.2f}, {}", what,
+          bounded
+              ? fmt::format("in [{:.4g}, {:.4g}] (the buckets resolve it no further)", rb.lo, rb.hi)
+              : fmt::format("{:.4g}", r.effect),
+          t, zc, numfmt::PClause(UpperTail(zc)));
     }
     r.harmful = r.label == GateLabel::kHigh || r.label == GateLabel::kLow;
     return;

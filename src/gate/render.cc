@@ -32,6 +32,8 @@ nlohmann::json ToJson(const GateResult& r) {
         {"harmful", c.harmful},
         {"baseline", Num(c.baseline)},
         {"canary", Num(c.canary)},
+        {"baseline_bound", c.baseline_bound},
+        {"canary_bound", c.canary_bound},
         {"effect", Num(c.effect)},
         {"effect_lower", Num(c.effect_lower)},
         {"effect_upper", Num(c.effect_upper)},
@@ -91,7 +93,9 @@ std::string EffectText(const CriterionResult& c) {
   std::string unit = IsRatioMetric(c.criterion.metric) ? "x" : "";
   std::string s = fmt::format("{}{}", Fmt(c.effect), unit);
   if (std::isfinite(c.effect_lower)) {
-    s += fmt::format(" [{}, {}]", Fmt(c.effect_lower), Fmt(c.effect_upper));
+    // An upper end of +inf: a ratio the histogram buckets do not bound above.
+    s += fmt::format(" [{}, {}]", Fmt(c.effect_lower),
+                     c.effect_upper == INFINITY ? std::string("inf") : Fmt(c.effect_upper));
   }
   return s;
 }
@@ -102,10 +106,10 @@ std::string RenderText(const GateResult& r) {
   out += fmt::format("{:<24} {:<7} {:>10} {:>10} {:>28} {:>9}  {}\n", "criterion", "label",
                      "baseline", "canary", "effect [interval]", "n(c)", "critical");
   for (const CriterionResult& c : r.criteria) {
-    out +=
-        fmt::format("{:<24} {:<7} {:>10} {:>10} {:>28} {:>9}  {}\n", ToString(c.criterion.metric),
-                    ToString(c.label), Fmt(c.baseline), Fmt(c.canary), EffectText(c), c.canary_n,
-                    c.criterion.critical ? "yes" : "no");
+    out += fmt::format("{:<24} {:<7} {:>10} {:>10} {:>28} {:>9}  {}\n",
+                       ToString(c.criterion.metric), ToString(c.label),
+                       c.baseline_bound + Fmt(c.baseline), c.canary_bound + Fmt(c.canary),
+                       EffectText(c), c.canary_n, c.criterion.critical ? "yes" : "no");
   }
   out += "\n";
   for (const CriterionResult& c : r.criteria) {
@@ -201,8 +205,9 @@ std::string RenderMarkdown(const GateResult& r) {
       "critical |\n|---|---|---:|---:|---:|---:|---|\n";
   for (const CriterionResult& c : r.criteria) {
     out += fmt::format("| {} | {} | {} | {} | {} | {} / {} | {} |\n", ToString(c.criterion.metric),
-                       ToString(c.label), Fmt(c.baseline), Fmt(c.canary), Md(EffectText(c)),
-                       c.baseline_n, c.canary_n, c.criterion.critical ? "yes" : "no");
+                       ToString(c.label), Md(c.baseline_bound + Fmt(c.baseline)),
+                       Md(c.canary_bound + Fmt(c.canary)), Md(EffectText(c)), c.baseline_n,
+                       c.canary_n, c.criterion.critical ? "yes" : "no");
   }
   out += "\n<details><summary>Rules</summary>\n\n";
   for (const CriterionResult& c : r.criteria) {
