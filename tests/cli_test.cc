@@ -519,6 +519,18 @@ TEST_F(DiagnoseErrors, MetricsOnlyListsTheChecksNotRun) {
                           " --change-at 1800 --window 900");
   EXPECT_EQ(one.exit_code, 2) << one.out;
   EXPECT_THAT(one.err, ::testing::HasSubstr("snapshots"));
+  // Given as the baseline and the incident, they are read by the process start the
+  // simulated scrapes carry, as a real vLLM's: totals, then the increase.
+  RunResult two = RunTtft("diagnose --baseline " +
+                          (*dir_ / "metrics" / "t000000900.000.prom").string() + " --incident " +
+                          (*dir_ / "metrics" / "t000001800.000.prom").string() + " --format json");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  const auto tj = nlohmann::json::parse(two.out);
+  EXPECT_EQ(tj["baseline"]["from_s"], 0);
+  EXPECT_EQ(tj["incident"]["from_s"], 900);
+  std::string two_notes;
+  for (const auto& n : tj["fidelity_notes"]) two_notes += n.get<std::string>() + "\n";
+  EXPECT_THAT(two_notes, ::testing::HasSubstr("(900 s later; the same process start)"));
 }
 
 TEST(Cost, PrintsTheSeedNumbers) {

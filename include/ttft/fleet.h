@@ -154,9 +154,12 @@ Status ValidateScenario(const Scenario& scenario);
 // Adds one replica's series to `families` (creating each family on first use, in
 // vLLM's order) with vLLM v1 names and buckets, labels `engine="0"` and
 // `model_name`, plus the target labels `region` and `replica` that a Prometheus
-// scrape of the fleet attaches.
+// scrape of the fleet attaches. First its process's `process_start_time_seconds`
+// (prometheus_client's process collector, which vLLM's /metrics carries), with the
+// target labels only: `process_start_s`, when the replica's process (re)started.
 void AppendReplicaSeries(const Replica& replica, const ReplicaSpec& spec,
-                         const std::string& model_name, std::vector<MetricFamily>& families);
+                         const std::string& model_name, double process_start_s,
+                         std::vector<MetricFamily>& families);
 
 }  // namespace ttft
 

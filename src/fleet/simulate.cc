@@ -136,6 +136,7 @@ struct Slot {
   enum class Pending : uint8_t { kNone, kDrain, kRestart } pending = Pending::kNone;
   EngineConfig restart_config;  // config to come back with after a restart
   uint64_t gen = 0;             // step-end events carry it; a stale one is ignored
+  double process_start_s = 0;   // when its process (re)started: process_start_time_seconds
   int64_t in_front_end = 0;     // routed here, not yet enqueued
 };
 
@@ -150,7 +151,7 @@ class Simulation {
   void Push(double t, EvType type, int32_t idx, uint64_t gen = 0) {
     queue_.push(Ev{t, type, order_++, idx, gen});
   }
-  Status AddSlot(const ReplicaSpec& spec);
+  Status AddSlot(const ReplicaSpec& spec, double now);
   Result<bool> PullArrival();
   int32_t Route(const Request& req);
   void Kick(int32_t idx, double now);
@@ -191,10 +192,11 @@ class Simulation {
   int64_t timed_pending_ = 0;  // scenario events at or before duration_s not yet applied
 };
 
-Status Simulation::AddSlot(const ReplicaSpec& spec) {
+Status Simulation::AddSlot(const ReplicaSpec& spec, double now) {
   TTFT_ASSIGN_OR_RETURN(int64_t blocks, spec.engine.KvCapacityBlocks());
   Slot s;
   s.spec = spec;
+  s.process_start_s = now;
   s.engine = std::make_unique<Replica>(spec.engine, blocks);
   slots_.push_back(std::move(s));
   return Status::Ok();
@@ -352,6 +354,7 @@ void Simulation::MaybeFinalizePending(int32_t idx, double now) {
     auto blocks = s.spec.engine.KvCapacityBlocks();
     s.engine = std::make_unique<Replica>(s.spec.engine, blocks.ok() ? *blocks : 1);
     s.accepting = true;
+    s.process_start_s = now;
   }
   s.pending = Slot::Pending::kNone;
   result_.events.push_back({now, s.removed ? EventKind::kDrainReplica : EventKind::kRestartReplica,
@@ -449,7 +452,7 @@ Status Simulation::ApplyEvent(const FleetEvent& e, double now) {
       for (int32_t i : targets) MaybeFinalizePending(i, now);
       return Status::Ok();
     case EventKind::kAddReplica:
-      TTFT_RETURN_IF_ERROR(AddSlot(e.new_replica));
+      TTFT_RETURN_IF_ERROR(AddSlot(e.new_replica, now));
       result_.events.push_back({now, e.kind, e.new_replica.name, detail});
       return Status::Ok();
     case EventKind::kSlowReplica:
@@ -471,7 +474,7 @@ Status Simulation::Scrape(double now) {
     Slot& s = slots_[static_cast<size_t>(i)];
     if (s.removed) continue;
     if (s.engine->step_planned()) Kick(i, now);  // commit decode steps finished by now
-    AppendReplicaSeries(*s.engine, s.spec, model_label_, snap.families);
+    AppendReplicaSeries(*s.engine, s.spec, model_label_, s.process_start_s, snap.families);
   }
   last_scrape_ = now;
   ++result_.snapshots;
@@ -494,7 +497,7 @@ Result<SimulationResult> Simulation::Run() {
     const HardwareConfig& hw = sc_.replicas.front().engine.hardware;
     model_label_ = fmt::format("{}-{}", hw.model.name, ToString(hw.weight_dtype));
   }
-  for (const ReplicaSpec& r : sc_.replicas) TTFT_RETURN_IF_ERROR(AddSlot(r));
+  for (const ReplicaSpec& r : sc_.replicas) TTFT_RETURN_IF_ERROR(AddSlot(r, 0));
   for (int32_t i = 0; i < static_cast<int32_t>(sc_.events.size()); ++i) {
     Push(sc_.events[static_cast<size_t>(i)].at_s, EvType::kTimed, i);
     if (sc_.events[static_cast<size_t>(i)].at_s <= sc_.duration_s) ++timed_pending_;

@@ -192,6 +192,20 @@ TEST(Simulate, DrainAndRestartAndSlowReplica) {
     }
   }
   EXPECT_TRUE(saw_cold);
+  // The scrapes say so as vLLM's do: r1's process_start_time_seconds moves to its
+  // restart (after the drain before it, so at 20 s or later), the others' stay at 0.
+  ASSERT_FALSE(sink.snapshots.empty());
+  const std::string& last = sink.snapshots.back();
+  EXPECT_NE(last.find("process_start_time_seconds{region=\"east\",replica=\"r2\"} 0.0\n"),
+            std::string::npos)
+      << last.substr(0, 600);
+  const std::string r1 = "process_start_time_seconds{region=\"west\",replica=\"r1\"} ";
+  const size_t at = last.find(r1);
+  ASSERT_NE(at, std::string::npos) << last.substr(0, 600);
+  const double r1_start_s = std::stod(last.substr(at + r1.size()));
+  EXPECT_GE(r1_start_s, 20);
+  EXPECT_LE(r1_start_s, sink.times.back());
+  EXPECT_NE(sink.snapshots.front().find(r1 + "0.0\n"), std::string::npos);
   // r2's prefill slows three-fold.
   std::vector<double> before, after;
   for (const Span& s : sink.spans) {

@@ -41,7 +41,11 @@ HistogramValue ToValue(const Histogram& h) {
 }  // namespace
 
 void AppendReplicaSeries(const Replica& r, const ReplicaSpec& spec, const std::string& model_name,
-                         std::vector<MetricFamily>& fams) {
+                         double process_start_s, std::vector<MetricFamily>& fams) {
+  // prometheus_client's help text (process_collector.py).
+  Family(fams, "process_start_time_seconds",
+         "Start time of the process since unix epoch in seconds.", MetricType::kGauge)
+      .series.push_back({{{"region", spec.region}, {"replica", spec.name}}, process_start_s, {}});
   Labels labels = {
       {"engine", "0"}, {"model_name", model_name}, {"region", spec.region}, {"replica", spec.name}};
   std::sort(labels.begin(), labels.end());
