@@ -79,13 +79,19 @@ Scenario Small() {
   return *sc;
 }
 
-TEST(PredictTemplateChange, TimestampFirstCollapsesTheHitRateAndRaisesTtft) {
+// The timestamp moved ahead of a 2,010-token static prefix (6 static tokens left), over
+// `seeds` seeds of Small().
+Result<WhatIfReport> PredictTimestampFirst(int seeds) {
   WhatIfOptions o;
   o.template_name = "app";
-  o.seeds = 2;
+  o.seeds = seeds;
   o.threads = 1;
-  auto r =
-      PredictTemplateChange(Lint("old.jinja", 2030, 2010), Lint("new.jinja", 2030, 6), Small(), o);
+  return PredictTemplateChange(Lint("old.jinja", 2030, 2010), Lint("new.jinja", 2030, 6), Small(),
+                               o);
+}
+
+TEST(PredictTemplateChange, TimestampFirstCollapsesTheHitRateAndRaisesTtft) {
+  auto r = PredictTimestampFirst(2);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->tenants, std::vector<std::string>{"a"});
   ASSERT_EQ(r->kept.size(), 1u);
@@ -121,12 +127,7 @@ TEST(PredictTemplateChange, TimestampFirstCollapsesTheHitRateAndRaisesTtft) {
 
 // One seed has no spread: the finding says so rather than "x12.89-x12.89 over 1 seeds".
 TEST(PredictTemplateChange, OneSeedsFindingNamesNoRange) {
-  WhatIfOptions o;
-  o.template_name = "app";
-  o.seeds = 1;
-  o.threads = 1;
-  auto r =
-      PredictTemplateChange(Lint("old.jinja", 2030, 2010), Lint("new.jinja", 2030, 6), Small(), o);
+  auto r = PredictTimestampFirst(1);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_FALSE(r->findings.empty());
   const std::string& m = r->findings[0].message;
