@@ -631,5 +631,5 @@ TEST(DiagnoseScrapes, OneScrapeBeforeAndOneAfterARestart) {
   RunResult e = RunTtft("diagnose --baseline " + before + " --incident " + no_start);
   EXPECT_EQ(e.exit_code, 2) << e.out;
   EXPECT_THAT(e.err, ::testing::HasSubstr(no_start + ": one scrape in each window, and this one "
-                                                     "has no process_start_time_seconds"));
+                                                     "has no (finite) process_start_time_seconds"));
 }

@@ -69,10 +69,15 @@ Status ReadOneScrapeEach(const Dataset& base, const Dataset& inc, DiagnosisInput
                                            std::tuple{&name_b, &starts_b, b.timestamp_s}}) {
     if (starts->empty()) {
       return Status::Invalid(fmt::format(
-          "{}: one scrape in each window, and this one has no process_start_time_seconds, so "
+          "{}: one scrape in each window, and this one has no (finite) "
+          "process_start_time_seconds, so "
           "neither the start of its totals nor a restart between the scrapes can be told: give "
           "at least two scrapes per window (one at its start, one at its end)",
           *name));
+    }
+    if (starts->front() < 0) {  // Unix seconds (or a simulation's time base from 0)
+      return Status::Invalid(
+          fmt::format("{}: process_start_time_seconds {} is negative", *name, starts->front()));
     }
     if (starts->back() > at_s) {
       return Status::Invalid(fmt::format(

@@ -107,7 +107,7 @@ TEST(DiagnosisInputOf, OneScrapeEachThatCannotBeReadIsAnErrorNamingTheFile) {
     const char* names;
   } cases[] = {
       {Scrape(1600, NAN, 2000, 510),
-       "after.prom: one scrape in each window, and this one has no "
+       "after.prom: one scrape in each window, and this one has no (finite) "
        "process_start_time_seconds"},
       {Scrape(900, 400, 2000, 510),
        "after.prom: its scrape (t=900.000 s) is not after the "
@@ -115,6 +115,9 @@ TEST(DiagnosisInputOf, OneScrapeEachThatCannotBeReadIsAnErrorNamingTheFile) {
       {Scrape(1600, 1700, 2000, 510),
        "after.prom: process_start_time_seconds 1700.000 is after "
        "the scrape"},
+      {Scrape(1600, -1e308, 2000, 510),
+       "after.prom: process_start_time_seconds -1e+308 is "
+       "negative"},
       // Another process, started before the baseline's scrape: not a restart.
       {Scrape(1600, 300, 2000, 510), "after.prom: its process starts differ from the baseline's"},
   };
