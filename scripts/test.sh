@@ -5,7 +5,7 @@
 # scripts/lint.sh --tidy (formatting and clang-tidy, findings as errors). This is what
 # CI runs (.ci/run).
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 30, two targets at a time on two
-#                    cores: 17 targets take about 4.5 minutes; 0 skips fuzzing)
+#                    cores: 18 targets take about 5 minutes; 0 skips fuzzing)
 #   SKIP_SANITIZE=1  skip the sanitizer pass (local iteration only)
 # In the sanitizer build (about ten times slower) the statistical suites run a few seeds
 # through the same code (TTFT_SANITIZED_BUILD, set by CMake); the release run measures
