@@ -695,9 +695,10 @@ std::string DecompositionSection(const DiagnosisReport& r) {
     for (const auto& [when, tq] : {std::pair{"before", &t.before}, std::pair{"after", &t.after}}) {
       const std::string p = fmt::format("decomposition.{}.{}.", when, k);
       const char* label = when == std::string_view("before") ? "baseline" : "incident";
-      quantiles += Td(fmt::format("{} p50", label), N(p + "p50", Secs(tq->p50))) +
-                   Td(fmt::format("{} p90", label), N(p + "p90", Secs(tq->p90))) +
-                   Td(fmt::format("{} p99", label), N(p + "p99", Secs(tq->p99)));
+      // A quantile the buckets resolve only as a bound shows the bound (QuantileText).
+      quantiles += Td(fmt::format("{} p50", label), NQ(p + "p50", QuantileText(*tq, 0))) +
+                   Td(fmt::format("{} p90", label), NQ(p + "p90", QuantileText(*tq, 1))) +
+                   Td(fmt::format("{} p99", label), NQ(p + "p99", QuantileText(*tq, 2)));
     }
     quantiles += "</tr>\n";
     tail += "<tr>" + RowHead(t.name) +
