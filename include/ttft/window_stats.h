@@ -110,6 +110,10 @@ struct WindowStats {
   bool from_metrics = false;
 };
 
+// Whether quantile i (TermQuantiles::kQs) of a term is only a bound: from histogram
+// buckets, in the first bucket (0, b] or above the highest finite bound.
+bool IsQuantileBound(const TermQuantiles& t, size_t i);
+
 // Quantile i (TermQuantiles::kQs) of a term in seconds as reports print it: its value
 // (numfmt::Secs), or for a quantile from histogram buckets that they do not resolve
 // "<=300 ms" (in the first bucket) or ">=10.00 s" (above the highest finite bound), never

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -406,11 +407,15 @@ bool MatchesSelector(const Labels& labels, LabelSelector selector) {
   return true;
 }
 
+bool IsQuantileBound(const TermQuantiles& t, size_t i) {
+  return t.source == TermQuantiles::Source::kBuckets &&
+         (t.buckets[i].in_first_bucket || t.buckets[i].in_inf_bucket);
+}
+
 std::string QuantileText(const TermQuantiles& t, size_t i) {
-  if (t.source == TermQuantiles::Source::kBuckets) {
+  if (IsQuantileBound(t, i)) {
     const BucketQuantile& b = t.buckets[i];
-    if (b.in_first_bucket) return "<=" + numfmt::Secs(b.upper_bound);
-    if (b.in_inf_bucket) return ">=" + numfmt::Secs(b.value);
+    return b.in_first_bucket ? "<=" + numfmt::Secs(b.upper_bound) : ">=" + numfmt::Secs(b.value);
   }
   return numfmt::Secs(t.at(i));
 }
@@ -419,13 +424,12 @@ namespace {
 
 // The interval a quantile lies in: its value, widened where the buckets do not resolve it.
 std::pair<double, double> QuantileInterval(const TermQuantiles& t, size_t i) {
-  const double v = t.at(i);
-  if (t.source == TermQuantiles::Source::kBuckets) {
+  if (IsQuantileBound(t, i)) {
     const BucketQuantile& b = t.buckets[i];
-    if (b.in_first_bucket) return {0, b.upper_bound};
-    if (b.in_inf_bucket) return {b.value, INFINITY};
+    return b.in_first_bucket ? std::pair{0.0, b.upper_bound}
+                             : std::pair{b.value, std::numeric_limits<double>::infinity()};
   }
-  return {v, v};
+  return {t.at(i), t.at(i)};
 }
 
 }  // namespace

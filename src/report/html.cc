@@ -636,8 +636,7 @@ std::string SymptomsSection(const DiagnosisReport& r) {
   auto qrow = [&](const char* name, const char* term, size_t i, const TermQuantiles& ta,
                   const TermQuantiles& tb) {
     const std::string key = fmt::format("{}.p{}", term, i == 0 ? 50 : 99);
-    const RatioBounds rb = QuantileRatio(ta, tb, i);
-    const bool resolved = !(rb.lo < rb.hi);  // equal, or NaN (shown as n/a)
+    const bool resolved = !IsQuantileBound(ta, i) && !IsQuantileBound(tb, i);
     body +=
         "<tr>" + RowHead(name) + Td("baseline", NQ("baseline." + key, QuantileText(ta, i))) +
         Td("incident", NQ("incident." + key, QuantileText(tb, i))) +

@@ -22,11 +22,7 @@ namespace {
 // The change of quantile i: "" when the buckets resolve either side only as a bound
 // (a ratio of interpolated figures there is noise).
 std::string ChangeCell(const TermQuantiles& a, const TermQuantiles& b, size_t i) {
-  auto bound = [i](const TermQuantiles& t) {
-    return t.source == TermQuantiles::Source::kBuckets &&
-           (t.buckets[i].in_first_bucket || t.buckets[i].in_inf_bucket);
-  };
-  if (bound(a) || bound(b)) return "";
+  if (IsQuantileBound(a, i) || IsQuantileBound(b, i)) return "";
   return X(Ratio(a.at(i), b.at(i)));
 }
 
